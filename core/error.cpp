@@ -1,0 +1,23 @@
+#include "core/error.hpp"
+
+#include <limits>
+
+namespace tg {
+
+std::string shape_str(const std::vector<std::int64_t>& shape) {
+    std::string s = "[";
+    for (std::size_t i = 0; i < shape.size(); ++i) {
+        if (i) s += ", ";
+        s += std::to_string(shape[i]);
+    }
+    return s + "]";
+}
+
+std::int64_t checked_mul(std::int64_t a, std::int64_t b, const std::string& key) {
+    std::int64_t r;
+    if (a < 0 || b < 0 || __builtin_mul_overflow(a, b, &r))
+        fail(key, "size product ", a, " * ", b, " overflows int64");
+    return r;
+}
+
+}  // namespace tg

@@ -1,0 +1,36 @@
+// The one exception type: it names what was wrong (an attribute, input or dimension)
+// so that the command line and the tests can say which argument is at fault.
+#pragma once
+#include <cstdint>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace tg {
+
+class Error : public std::runtime_error {
+public:
+    Error(std::string key, const std::string& message) : std::runtime_error(message), key_(std::move(key)) {}
+    // The offending attribute, input or dimension, e.g. "strides", "filter", "output_shape".
+    const std::string& key() const noexcept { return key_; }
+
+private:
+    std::string key_;
+};
+
+// "[1, 2, 3]"
+std::string shape_str(const std::vector<std::int64_t>& shape);
+
+// Builds a message from any streamable pieces: fail("strides", "Convolution: strides[", i, "] is ", v).
+template <class... Parts>
+[[noreturn]] void fail(const std::string& key, const Parts&... parts) {
+    std::ostringstream os;
+    (os << ... << parts);
+    throw Error(key, os.str());
+}
+
+// a * b for sizes, failing with `key` instead of wrapping around.
+std::int64_t checked_mul(std::int64_t a, std::int64_t b, const std::string& key);
+
+}  // namespace tg

@@ -1,0 +1,241 @@
+#include "core/npy.hpp"
+
+#include <cctype>
+#include <cstdio>
+#include <fstream>
+#include <vector>
+
+#include <unistd.h>
+
+namespace tg {
+
+namespace {
+
+struct Header {
+    std::string descr;
+    bool fortran = false;
+    Shape shape;
+};
+
+// Parses the Python dict literal of an .npy header: exactly the keys 'descr',
+// 'fortran_order' and 'shape', in any order, with optional trailing commas.
+class HeaderParser {
+public:
+    HeaderParser(const std::string& text, const std::string& key, const std::string& path)
+        : s_(text), key_(key), path_(path) {}
+
+    Header parse() {
+        Header h;
+        bool have_descr = false, have_fortran = false, have_shape = false;
+        expect('{');
+        while (true) {
+            skip_ws();
+            if (peek() == '}') { ++i_; break; }
+            const std::string k = string_lit();
+            expect(':');
+            if (k == "descr") {
+                if (have_descr) bad("duplicate key 'descr'");
+                h.descr = string_lit();
+                have_descr = true;
+            } else if (k == "fortran_order") {
+                if (have_fortran) bad("duplicate key 'fortran_order'");
+                h.fortran = bool_lit();
+                have_fortran = true;
+            } else if (k == "shape") {
+                if (have_shape) bad("duplicate key 'shape'");
+                h.shape = tuple_lit();
+                have_shape = true;
+            } else {
+                bad("unexpected header key '" + k + "'");
+            }
+            skip_ws();
+            if (peek() == ',') { ++i_; continue; }
+            if (peek() == '}') { ++i_; break; }
+            bad("expected ',' or '}' in header");
+        }
+        skip_ws();
+        if (i_ != s_.size()) bad("trailing characters after the header dict");
+        if (!have_descr || !have_fortran || !have_shape) bad("header lacks one of 'descr', 'fortran_order', 'shape'");
+        return h;
+    }
+
+private:
+    [[noreturn]] void bad(const std::string& why) { fail(key_, "malformed .npy header in ", path_, ": ", why); }
+    void skip_ws() { while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\n' || s_[i_] == '\r')) ++i_; }
+    char peek() { return i_ < s_.size() ? s_[i_] : '\0'; }
+    void expect(char c) {
+        skip_ws();
+        if (peek() != c) bad(std::string("expected '") + c + "'");
+        ++i_;
+    }
+    std::string string_lit() {
+        skip_ws();
+        const char q = peek();
+        if (q != '\'' && q != '"') bad("expected a quoted string");
+        ++i_;
+        std::string out;
+        while (i_ < s_.size() && s_[i_] != q) {
+            if (s_[i_] == '\\') bad("escapes are not supported in header strings");
+            out += s_[i_++];
+        }
+        if (i_ >= s_.size()) bad("unterminated string");
+        ++i_;
+        return out;
+    }
+    bool bool_lit() {
+        skip_ws();
+        if (s_.compare(i_, 4, "True") == 0) { i_ += 4; return true; }
+        if (s_.compare(i_, 5, "False") == 0) { i_ += 5; return false; }
+        bad("fortran_order must be True or False");
+    }
+    Shape tuple_lit() {
+        expect('(');
+        Shape shape;
+        while (true) {
+            skip_ws();
+            if (peek() == ')') { ++i_; break; }
+            if (!std::isdigit(static_cast<unsigned char>(peek()))) bad("shape entries must be non-negative integers");
+            std::int64_t v = 0;
+            while (std::isdigit(static_cast<unsigned char>(peek()))) {
+                const int digit = peek() - '0';
+                if (v > (INT64_MAX - digit) / 10) bad("a shape entry overflows int64");
+                v = v * 10 + digit;
+                ++i_;
+            }
+            if (peek() == 'L') ++i_;  // Python 2 long suffix
+            shape.push_back(v);
+            if (shape.size() > 64) bad("more than 64 dimensions");
+            skip_ws();
+            if (peek() == ',') { ++i_; continue; }
+            if (peek() == ')') { ++i_; break; }
+            bad("expected ',' or ')' in shape");
+        }
+        return shape;
+    }
+
+    const std::string& s_;
+    std::size_t i_ = 0;
+    const std::string& key_;
+    const std::string& path_;
+};
+
+struct Descr {
+    DType dtype;
+    bool big_endian;
+};
+
+Descr parse_descr(const std::string& d, const std::string& key, const std::string& path) {
+    if (d.size() == 3 && (d[0] == '<' || d[0] == '>' || d[0] == '=')) {
+        const std::string t = d.substr(1);
+        const bool be = d[0] == '>';
+        if (t == "f8") return {DType::f64, be};
+        if (t == "f4") return {DType::f32, be};
+        if (t == "f2") return {DType::f16, be};
+        if (t == "i4") return {DType::i32, be};
+        if (t == "i8") return {DType::i64, be};
+    }
+    fail(key, "unsupported .npy dtype '", d, "' in ", path, " (expected <f8, <f4, <f2, <i4 or <i8)");
+}
+
+void byteswap(std::byte* p, std::int64_t n, std::size_t es) {
+    for (std::int64_t i = 0; i < n; ++i, p += es)
+        for (std::size_t a = 0, b = es - 1; a < b; ++a, --b) std::swap(p[a], p[b]);
+}
+
+}  // namespace
+
+Tensor read_npy(const std::string& path, const std::string& key, const NpyOptions& opt) {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) fail(key, "cannot open .npy file '", path, "'");
+    f.seekg(0, std::ios::end);
+    const std::int64_t file_size = static_cast<std::int64_t>(f.tellg());
+    f.seekg(0);
+    if (file_size < 10) fail(key, "'", path, "' is not a .npy file (", file_size, " bytes)");
+    unsigned char pre[12] = {};
+    f.read(reinterpret_cast<char*>(pre), 10);
+    if (std::memcmp(pre, "\x93NUMPY", 6) != 0) fail(key, "'", path, "' is not a .npy file (bad magic)");
+    const int major = pre[6];
+    std::int64_t hlen, hstart;
+    if (major == 1) {
+        hlen = pre[8] | (pre[9] << 8);
+        hstart = 10;
+    } else if (major == 2 || major == 3) {
+        if (file_size < 12) fail(key, "truncated .npy header in ", path);
+        f.read(reinterpret_cast<char*>(pre + 10), 2);
+        hlen = static_cast<std::int64_t>(pre[8]) | (static_cast<std::int64_t>(pre[9]) << 8) |
+               (static_cast<std::int64_t>(pre[10]) << 16) | (static_cast<std::int64_t>(pre[11]) << 24);
+        hstart = 12;
+    } else {
+        fail(key, "unsupported .npy format version ", major, ".", int(pre[7]), " in ", path);
+    }
+    if (hstart + hlen > file_size) fail(key, "truncated .npy header in ", path);
+    std::string text(static_cast<std::size_t>(hlen), '\0');
+    f.read(text.data(), hlen);
+    const Header h = HeaderParser(text, key, path).parse();
+    const Descr descr = parse_descr(h.descr, key, path);
+    const std::int64_t n = shape_numel(h.shape, key);
+    const std::int64_t nbytes = checked_mul(n, static_cast<std::int64_t>(dtype_size(descr.dtype)), key);
+    if (nbytes > opt.max_bytes)
+        fail(key, "'", path, "' holds ", nbytes, " bytes, over the limit of ", opt.max_bytes);
+    if (file_size - hstart - hlen != nbytes)
+        fail(key, "'", path, "' has ", file_size - hstart - hlen, " payload bytes but shape ", shape_str(h.shape), " of ",
+             h.descr, " needs ", nbytes);
+    Tensor t = Tensor::empty(h.shape, descr.dtype);
+    f.read(static_cast<char*>(t.raw_data()), nbytes);
+    if (!f) fail(key, "read error in '", path, "'");
+    if (descr.big_endian) byteswap(static_cast<std::byte*>(t.raw_data()), n, dtype_size(descr.dtype));
+    if (h.fortran && h.shape.size() > 1) {
+        // Fortran data is the C-order data of the reversed shape, transposed.
+        Shape rev(h.shape.rbegin(), h.shape.rend());
+        std::vector<int> axes(h.shape.size());
+        for (std::size_t i = 0; i < axes.size(); ++i) axes[i] = static_cast<int>(axes.size() - 1 - i);
+        t = t.reshape(rev).permute(axes).contiguous();
+    }
+    return t;
+}
+
+void write_npy(const std::string& path, const Tensor& tensor, const std::string& key) {
+    Tensor t = (tensor.dtype() == DType::bf16 ? tensor.to(DType::f32) : tensor).contiguous();
+    const char* descr = "";
+    switch (t.dtype()) {
+        case DType::f64: descr = "<f8"; break;
+        case DType::f32: descr = "<f4"; break;
+        case DType::f16: descr = "<f2"; break;
+        case DType::i32: descr = "<i4"; break;
+        case DType::i64: descr = "<i8"; break;
+        case DType::bf16: break;
+    }
+    std::string shape = "(";
+    for (std::size_t i = 0; i < t.shape().size(); ++i) shape += std::to_string(t.shape()[i]) + (t.shape().size() == 1 ? "," : (i + 1 < t.shape().size() ? ", " : ""));
+    shape += ")";
+    std::string header = std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
+    // Pad with spaces so the payload starts on a 64-byte boundary, as NumPy does.
+    const std::size_t total = 10 + header.size() + 1;
+    header.append((64 - total % 64) % 64, ' ');
+    header += '\n';
+    if (header.size() > 65535) fail(key, "header too long for .npy version 1.0");
+
+    const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+    {
+        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+        if (!out) fail(key, "cannot write '", path, "'");
+        const unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
+                                       static_cast<unsigned char>(header.size() & 0xff),
+                                       static_cast<unsigned char>(header.size() >> 8)};
+        out.write(reinterpret_cast<const char*>(pre), 10);
+        out.write(header.data(), static_cast<std::streamsize>(header.size()));
+        out.write(static_cast<const char*>(t.raw_data()), t.numel() * static_cast<std::int64_t>(dtype_size(t.dtype())));
+        out.flush();
+        if (!out) {
+            out.close();
+            std::remove(tmp.c_str());
+            fail(key, "error while writing '", path, "'");
+        }
+    }
+    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+        std::remove(tmp.c_str());
+        fail(key, "cannot move the finished file into place at '", path, "'");
+    }
+}
+
+}  // namespace tg

@@ -1,0 +1,287 @@
+#include "core/tensor.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <new>
+#include <numeric>
+#include <type_traits>
+
+namespace tg {
+
+Storage::Storage(std::size_t n) : nbytes(n) {
+    try {
+        bytes.reset(new std::byte[n == 0 ? 1 : n]);
+    } catch (const std::bad_alloc&) {
+        fail("memory", "cannot allocate ", n, " bytes");
+    }
+}
+
+std::int64_t shape_numel(const Shape& shape, const std::string& key) {
+    std::int64_t n = 1;
+    for (std::int64_t d : shape) {
+        if (d < 0) fail(key, "negative dimension ", d, " in shape ", shape_str(shape));
+        n = checked_mul(n, d, key);
+    }
+    return n;
+}
+
+Shape contiguous_strides(const Shape& shape) {
+    Shape s(shape.size());
+    std::int64_t acc = 1;
+    for (std::size_t i = shape.size(); i-- > 0;) {
+        s[i] = acc;
+        acc *= std::max<std::int64_t>(shape[i], 1);
+    }
+    return s;
+}
+
+Tensor Tensor::empty(const Shape& shape, DType dtype) {
+    const std::int64_t n = shape_numel(shape);
+    const std::int64_t bytes = checked_mul(n, static_cast<std::int64_t>(dtype_size(dtype)), "shape");
+    Tensor t;
+    t.storage_ = std::make_shared<Storage>(static_cast<std::size_t>(bytes));
+    t.shape_ = shape;
+    t.strides_ = contiguous_strides(shape);
+    t.dtype_ = dtype;
+    return t;
+}
+
+Tensor Tensor::zeros(const Shape& shape, DType dtype) {
+    Tensor t = empty(shape, dtype);
+    std::fill_n(t.storage_->bytes.get(), t.storage_->nbytes, std::byte{0});
+    return t;
+}
+
+namespace {
+
+// Calls f(ptr) with a pointer of the C++ type that stores `dtype`.
+template <class F>
+decltype(auto) visit_ptr(DType dtype, void* p, F&& f) {
+    switch (dtype) {
+        case DType::f64: return f(static_cast<double*>(p));
+        case DType::f32: return f(static_cast<float*>(p));
+        case DType::i32: return f(static_cast<std::int32_t*>(p));
+        case DType::i64: return f(static_cast<std::int64_t*>(p));
+        default: return f(static_cast<std::uint16_t*>(p));
+    }
+}
+
+double load(DType t, const std::byte* p) {
+    switch (t) {
+        case DType::f64: { double v; std::memcpy(&v, p, 8); return v; }
+        case DType::f32: { float v; std::memcpy(&v, p, 4); return v; }
+        case DType::f16: { std::uint16_t v; std::memcpy(&v, p, 2); return f16_to_f32(v); }
+        case DType::bf16: { std::uint16_t v; std::memcpy(&v, p, 2); return bf16_to_f32(v); }
+        case DType::i32: { std::int32_t v; std::memcpy(&v, p, 4); return v; }
+        case DType::i64: { std::int64_t v; std::memcpy(&v, p, 8); return static_cast<double>(v); }
+    }
+    return 0;
+}
+
+void store(DType t, std::byte* p, double v) {
+    switch (t) {
+        case DType::f64: std::memcpy(p, &v, 8); break;
+        case DType::f32: { float f = static_cast<float>(v); std::memcpy(p, &f, 4); break; }
+        case DType::f16: { std::uint16_t h = f32_to_f16(static_cast<float>(v)); std::memcpy(p, &h, 2); break; }
+        case DType::bf16: { std::uint16_t h = f32_to_bf16(static_cast<float>(v)); std::memcpy(p, &h, 2); break; }
+        case DType::i32: { std::int32_t i = static_cast<std::int32_t>(v); std::memcpy(p, &i, 4); break; }
+        case DType::i64: { std::int64_t i = static_cast<std::int64_t>(v); std::memcpy(p, &i, 8); break; }
+    }
+}
+
+// Walks every element of a strided tensor in C order, calling f(element offset).
+template <class F>
+void for_each_offset(const Shape& shape, const Shape& strides, std::int64_t offset, F&& f) {
+    const int nd = static_cast<int>(shape.size());
+    const std::int64_t n = shape_numel(shape);
+    if (n == 0) return;
+    std::vector<std::int64_t> idx(nd, 0);
+    std::int64_t off = offset;
+    for (std::int64_t k = 0; k < n; ++k) {
+        f(off);
+        for (int a = nd - 1; a >= 0; --a) {
+            if (++idx[a] < shape[a]) { off += strides[a]; break; }
+            off -= strides[a] * (shape[a] - 1);
+            idx[a] = 0;
+        }
+    }
+}
+
+}  // namespace
+
+Tensor Tensor::from(const Shape& shape, const std::vector<double>& values, DType dtype) {
+    Tensor t = empty(shape, dtype);
+    if (static_cast<std::int64_t>(values.size()) != t.numel())
+        fail("values", "Tensor::from: ", values.size(), " values for shape ", shape_str(shape));
+    const std::size_t es = dtype_size(dtype);
+    for (std::size_t i = 0; i < values.size(); ++i) store(dtype, t.storage_->bytes.get() + i * es, values[i]);
+    return t;
+}
+
+Tensor Tensor::full(const Shape& shape, double value, DType dtype) {
+    return from(shape, std::vector<double>(static_cast<std::size_t>(shape_numel(shape)), value), dtype);
+}
+
+std::int64_t Tensor::dim(int axis) const {
+    const int nd = ndim();
+    if (axis < -nd || axis >= nd) fail("axis", "axis ", axis, " out of range for a tensor of rank ", nd);
+    return shape_[static_cast<std::size_t>(axis < 0 ? axis + nd : axis)];
+}
+
+std::int64_t Tensor::numel() const { return shape_numel(shape_); }
+
+bool Tensor::is_contiguous() const {
+    std::int64_t acc = 1;
+    for (std::size_t i = shape_.size(); i-- > 0;) {
+        if (shape_[i] != 1 && strides_[i] != acc) return numel() == 0;
+        acc *= shape_[i];
+    }
+    return true;
+}
+
+template <class T>
+static bool matches(DType d) {
+    if constexpr (std::is_same_v<T, double>) return d == DType::f64;
+    else if constexpr (std::is_same_v<T, float>) return d == DType::f32;
+    else if constexpr (std::is_same_v<T, std::uint16_t>) return d == DType::f16 || d == DType::bf16;
+    else if constexpr (std::is_same_v<T, std::int32_t>) return d == DType::i32;
+    else if constexpr (std::is_same_v<T, std::int64_t>) return d == DType::i64;
+    else return false;
+}
+
+template <class T>
+T* Tensor::data() {
+    if (!matches<T>(dtype_)) fail("dtype", "Tensor::data: requested element type does not match dtype ", dtype_name(dtype_));
+    return reinterpret_cast<T*>(storage_->bytes.get()) + offset_;
+}
+template <class T>
+const T* Tensor::data() const {
+    return const_cast<Tensor*>(this)->data<T>();
+}
+template double* Tensor::data<double>();
+template float* Tensor::data<float>();
+template std::uint16_t* Tensor::data<std::uint16_t>();
+template std::int32_t* Tensor::data<std::int32_t>();
+template std::int64_t* Tensor::data<std::int64_t>();
+template const double* Tensor::data<double>() const;
+template const float* Tensor::data<float>() const;
+template const std::uint16_t* Tensor::data<std::uint16_t>() const;
+template const std::int32_t* Tensor::data<std::int32_t>() const;
+template const std::int64_t* Tensor::data<std::int64_t>() const;
+
+void* Tensor::raw_data() { return storage_->bytes.get() + offset_ * static_cast<std::int64_t>(dtype_size(dtype_)); }
+const void* Tensor::raw_data() const { return const_cast<Tensor*>(this)->raw_data(); }
+
+Tensor Tensor::contiguous() const {
+    if (is_contiguous()) return *this;
+    Tensor out = empty(shape_, dtype_);
+    const std::size_t es = dtype_size(dtype_);
+    const std::byte* src = storage_->bytes.get();
+    std::byte* dst = out.storage_->bytes.get();
+    for_each_offset(shape_, strides_, offset_, [&](std::int64_t off) {
+        std::memcpy(dst, src + off * static_cast<std::int64_t>(es), es);
+        dst += es;
+    });
+    return out;
+}
+
+Tensor Tensor::clone() const {
+    Tensor c = contiguous();
+    if (c.storage_ != storage_) return c;
+    Tensor out = empty(shape_, dtype_);
+    std::memcpy(out.storage_->bytes.get(), raw_data(), static_cast<std::size_t>(numel()) * dtype_size(dtype_));
+    return out;
+}
+
+Tensor Tensor::to(DType dtype) const {
+    if (dtype == dtype_) return *this;
+    const Tensor src = contiguous();
+    Tensor out = empty(shape_, dtype);
+    const std::int64_t n = numel();
+    const std::byte* s = static_cast<const std::byte*>(src.raw_data());
+    std::byte* d = out.storage_->bytes.get();
+    const std::size_t ss = dtype_size(dtype_), ds = dtype_size(dtype);
+    // float -> f16/bf16 must round once from the source value: go through float only when
+    // the source is f32 or narrower (double -> float -> f16 could double-round, so f64 -> f16
+    // rounds the double directly to f32 first, which is exact enough only if we re-round
+    // carefully; see round_f64_to_16 below).
+    if (dtype_ == DType::f64 && is_16bit(dtype)) {
+        const double* sp = reinterpret_cast<const double*>(s);
+        std::uint16_t* dp = reinterpret_cast<std::uint16_t*>(d);
+        for (std::int64_t i = 0; i < n; ++i) {
+            // Round to f32 toward zero (sticky bit kept) so the second rounding is correct.
+            const double v = sp[i];
+            float f = static_cast<float>(v);
+            if (std::isfinite(v) && static_cast<double>(f) != v) {
+                std::uint32_t bits;
+                std::memcpy(&bits, &f, 4);
+                if (std::fabs(static_cast<double>(f)) > std::fabs(v)) --bits;  // truncate toward zero
+                bits |= 1u;                                                      // sticky: inexact
+                std::memcpy(&f, &bits, 4);
+            }
+            dp[i] = dtype == DType::f16 ? f32_to_f16(f) : f32_to_bf16(f);
+        }
+        return out;
+    }
+    for (std::int64_t i = 0; i < n; ++i) store(dtype, d + i * ds, load(dtype_, s + i * ss));
+    return out;
+}
+
+Tensor Tensor::reshape(const Shape& shape) const {
+    const std::int64_t n = shape_numel(shape, "shape");
+    if (n != numel())
+        fail("shape", "reshape: cannot view ", shape_str(shape_), " (", numel(), " elements) as ", shape_str(shape));
+    Tensor t = contiguous();
+    t.shape_ = shape;
+    t.strides_ = contiguous_strides(shape);
+    return t;
+}
+
+Tensor Tensor::permute(const std::vector<int>& axes) const {
+    const int nd = ndim();
+    if (static_cast<int>(axes.size()) != nd) fail("axes", "permute: ", axes.size(), " axes for a tensor of rank ", nd);
+    std::vector<bool> seen(nd, false);
+    Tensor t = *this;
+    for (int i = 0; i < nd; ++i) {
+        const int a = axes[i];
+        if (a < 0 || a >= nd || seen[a]) fail("axes", "permute: axes is not a permutation of 0..", nd - 1);
+        seen[a] = true;
+        t.shape_[i] = shape_[a];
+        t.strides_[i] = strides_[a];
+    }
+    return t;
+}
+
+Tensor Tensor::slice(int axis, std::int64_t begin, std::int64_t end, std::int64_t step) const {
+    const int nd = ndim();
+    if (axis < 0) axis += nd;
+    if (axis < 0 || axis >= nd) fail("axis", "slice: axis out of range for rank ", nd);
+    const std::int64_t n = shape_[axis];
+    if (step < 1) fail("step", "slice: step ", step, " must be >= 1");
+    if (begin < 0 || end > n || begin > end)
+        fail("range", "slice: range [", begin, ", ", end, ") out of bounds for axis ", axis, " of size ", n);
+    Tensor t = *this;
+    t.offset_ += begin * strides_[axis];
+    t.shape_[axis] = (end - begin + step - 1) / step;
+    t.strides_[axis] *= step;
+    return t;
+}
+
+std::vector<double> Tensor::values() const {
+    std::vector<double> v;
+    v.reserve(static_cast<std::size_t>(numel()));
+    const std::size_t es = dtype_size(dtype_);
+    const std::byte* base = storage_->bytes.get();
+    for_each_offset(shape_, strides_, offset_, [&](std::int64_t off) { v.push_back(load(dtype_, base + off * static_cast<std::int64_t>(es))); });
+    return v;
+}
+
+double Tensor::item() const {
+    if (numel() != 1) fail("tensor", "item: tensor of shape ", shape_str(shape_), " has ", numel(), " elements, not 1");
+    return values()[0];
+}
+
+void Tensor::bump_version() { ++storage_->version; }
+std::uint64_t Tensor::version() const { return storage_ ? storage_->version : 0; }
+
+}  // namespace tg

@@ -1,0 +1,82 @@
+// The tensor value type: a shape, element strides and a dtype over shared storage.
+// Copies share storage (like a handle); views (reshape, permute, slice) are free when the
+// layout allows, and `contiguous()` materialises a strided view. Kernels want contiguous
+// row-major buffers, so everything that reaches a kernel goes through `contiguous()`.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/dtype.hpp"
+#include "core/error.hpp"
+
+namespace tg {
+
+using Shape = std::vector<std::int64_t>;
+
+// Bytes plus a version counter that in-place writers bump (autograd checks it).
+struct Storage {
+    explicit Storage(std::size_t nbytes);
+    std::unique_ptr<std::byte[]> bytes;
+    std::size_t nbytes = 0;
+    std::uint64_t version = 0;
+};
+
+// Product of the dims, failing with `key` on a negative dim or int64 overflow.
+std::int64_t shape_numel(const Shape& shape, const std::string& key = "shape");
+
+class Tensor {
+public:
+    Tensor() = default;  // undefined: defined() is false
+
+    static Tensor empty(const Shape& shape, DType dtype);
+    static Tensor zeros(const Shape& shape, DType dtype);
+    static Tensor full(const Shape& shape, double value, DType dtype);
+    // Values given in C order as doubles, stored as `dtype` (rounded once).
+    static Tensor from(const Shape& shape, const std::vector<double>& values, DType dtype = DType::f64);
+
+    bool defined() const { return storage_ != nullptr; }
+    const Shape& shape() const { return shape_; }
+    const Shape& strides() const { return strides_; }
+    int ndim() const { return static_cast<int>(shape_.size()); }
+    std::int64_t dim(int axis) const;
+    std::int64_t numel() const;
+    DType dtype() const { return dtype_; }
+    bool is_contiguous() const;
+
+    // Typed pointer to the first element; T must match the dtype (std::uint16_t for f16/bf16).
+    template <class T> T* data();
+    template <class T> const T* data() const;
+    void* raw_data();
+    const void* raw_data() const;
+
+    // Converts (always a new buffer unless the dtype is already `dtype`).
+    Tensor to(DType dtype) const;
+    Tensor contiguous() const;  // shares storage when already contiguous
+    Tensor clone() const;       // always a fresh contiguous copy
+    Tensor reshape(const Shape& shape) const;
+    Tensor permute(const std::vector<int>& axes) const;
+    Tensor slice(int axis, std::int64_t begin, std::int64_t end, std::int64_t step = 1) const;
+
+    // Element values as doubles in C order (for tests, I/O and small glue code).
+    std::vector<double> values() const;
+    double item() const;  // the single element of a one-element tensor
+
+    // In-place writers call this so saved tensors can detect the change.
+    void bump_version();
+    std::uint64_t version() const;
+    const void* storage_id() const { return storage_.get(); }
+
+private:
+    std::shared_ptr<Storage> storage_;
+    std::int64_t offset_ = 0;  // in elements
+    Shape shape_, strides_;
+    DType dtype_ = DType::f32;
+};
+
+// Row-major strides of a shape, in elements.
+Shape contiguous_strides(const Shape& shape);
+
+}  // namespace tg

@@ -1,0 +1,221 @@
+#include "ops/conv_kernels.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <vector>
+
+#include "core/blas.hpp"
+#include "ops/im2col.hpp"
+
+namespace tg {
+
+namespace {
+
+std::atomic<std::int64_t> g_workspace{std::int64_t{64} << 20};
+
+struct Tile {
+    std::int64_t n0, nb, p0, p1;
+    std::int64_t cols() const { return nb * (p1 - p0); }
+};
+
+// Whole images per tile when an image's columns fit the budget (one big GEMM over several
+// small images), otherwise chunks of positions within one image.
+std::vector<Tile> make_tiles(std::int64_t N, std::int64_t P, std::int64_t bytes_per_col) {
+    const std::int64_t budget_cols = std::max<std::int64_t>(1, conv_workspace_bytes() / std::max<std::int64_t>(1, bytes_per_col));
+    std::vector<Tile> tiles;
+    if (P <= budget_cols) {
+        const std::int64_t per = std::max<std::int64_t>(1, budget_cols / P);
+        for (std::int64_t n = 0; n < N; n += per) tiles.push_back({n, std::min(per, N - n), 0, P});
+    } else {
+        for (std::int64_t n = 0; n < N; ++n)
+            for (std::int64_t p = 0; p < P; p += budget_cols) tiles.push_back({n, 1, p, std::min(P, p + budget_cols)});
+    }
+    return tiles;
+}
+
+template <class T>
+std::vector<T> scratch(std::int64_t n) {
+    try {
+        return std::vector<T>(static_cast<std::size_t>(n));
+    } catch (const std::bad_alloc&) {
+        fail("memory", "cannot allocate a convolution workspace of ", n, " elements");
+    }
+}
+
+// NXC kernels read the weight with R in (k, i) order: Wk[g][o][k·Ig + i] = W[g][o][i][k].
+template <class T>
+std::vector<T> pack_k_major(const ConvGeometry& g, const T* w) {
+    const std::int64_t Kn = g.kernel_numel(), Ig = g.Ig, R = g.R();
+    std::vector<T> out = scratch<T>(g.G * g.Og * R);
+    for (std::int64_t go = 0; go < g.G * g.Og; ++go)
+        for (std::int64_t i = 0; i < Ig; ++i)
+            for (std::int64_t k = 0; k < Kn; ++k) out[go * R + k * Ig + i] = w[go * R + i * Kn + k];
+    return out;
+}
+
+template <class T>
+void unpack_k_major(const ConvGeometry& g, const T* wk, T* w) {
+    const std::int64_t Kn = g.kernel_numel(), Ig = g.Ig, R = g.R();
+    for (std::int64_t go = 0; go < g.G * g.Og; ++go)
+        for (std::int64_t i = 0; i < Ig; ++i)
+            for (std::int64_t k = 0; k < Kn; ++k) w[go * R + i * Kn + k] = wk[go * R + k * Ig + i];
+}
+
+// The o-side slice of group `grp` over a tile, as a matrix the GEMM can read:
+// NCX [Og × cols] (staged when the tile spans several images), NXC [cols × Og] in place.
+template <class T>
+struct OSide {
+    const ConvGeometry& g;
+    std::int64_t P;
+    std::int64_t stride_n() const { return g.G * g.Og * P; }
+    // NCX pointer/ld for a single-image tile
+    T* ncx(T* base, const Tile& t, std::int64_t grp) const { return base + t.n0 * stride_n() + grp * g.Og * P + t.p0; }
+    T* nxc(T* base, const Tile& t, std::int64_t grp) const { return base + (t.n0 * P + t.p0) * g.G * g.Og + grp * g.Og; }
+    void gather(const T* base, const Tile& t, std::int64_t grp, T* stage) const {
+        for (std::int64_t o = 0; o < g.Og; ++o)
+            for (std::int64_t ni = 0; ni < t.nb; ++ni)
+                std::memcpy(stage + o * t.cols() + ni * P, base + (t.n0 + ni) * stride_n() + (grp * g.Og + o) * P,
+                            static_cast<std::size_t>(P) * sizeof(T));
+    }
+    void scatter(const T* stage, const Tile& t, std::int64_t grp, T* base) const {
+        for (std::int64_t o = 0; o < g.Og; ++o)
+            for (std::int64_t ni = 0; ni < t.nb; ++ni)
+                std::memcpy(base + (t.n0 + ni) * stride_n() + (grp * g.Og + o) * P, stage + o * t.cols() + ni * P,
+                            static_cast<std::size_t>(P) * sizeof(T));
+    }
+};
+
+enum class Kind { Forward, Transposed, WeightGrad };
+
+// One driver for the three kernels: they share the tiling, the im2col/col2im side and the
+// o-side addressing and differ only in the GEMM and its direction.
+//   Forward:    x = i-side input, o = o-side output, w = weight input
+//   Transposed: o = o-side input, x = i-side output (accumulated), w = weight input
+//   WeightGrad: x, o inputs, w = weight output (accumulated)
+template <class T>
+void run_kernel(Kind kind, const ConvGeometry& g, T* x, T* o, T* w) {
+    const std::int64_t P = g.out_numel(), R = g.R(), Og = g.Og, G = g.G;
+    const bool nxc = g.layout == Layout::NXC;
+    const std::int64_t bytes_per_col = static_cast<std::int64_t>(sizeof(T)) * (R + (nxc ? 0 : Og));
+    const std::vector<Tile> tiles = make_tiles(g.N, P, bytes_per_col);
+    std::int64_t max_cols = 0;
+    for (const Tile& t : tiles) max_cols = std::max(max_cols, t.cols());
+    std::vector<T> col = scratch<T>(R * max_cols);
+    std::vector<T> stage = scratch<T>(nxc || tiles.empty() || tiles[0].nb == 1 ? 0 : Og * max_cols);
+    std::vector<T> wk;
+    T* wm = w;  // the weight matrix in the row order of col
+    if (nxc) {
+        wk = kind == Kind::WeightGrad ? scratch<T>(G * Og * R) : pack_k_major(g, w);
+        wm = wk.data();
+    }
+    const OSide<T> os{g, P};
+    for (const Tile& t : tiles) {
+        const std::int64_t C = t.cols();
+        for (std::int64_t grp = 0; grp < G; ++grp) {
+            T* wg = wm + grp * Og * R;
+            if (kind != Kind::Transposed) im2col(g, x, t.n0, t.nb, grp, t.p0, t.p1, col.data());
+            if (!nxc) {
+                const bool staged = t.nb > 1;
+                T* om = staged ? stage.data() : os.ncx(o, t, grp);
+                const std::int64_t ldo = staged ? C : P;
+                if (kind != Kind::Forward && staged) os.gather(o, t, grp, stage.data());
+                switch (kind) {
+                    case Kind::Forward:  // y_g[Og×C] = Wm_g[Og×R] · col[R×C]
+                        gemm<T>(false, false, Og, C, R, T(1), wg, R, col.data(), C, T(0), om, ldo);
+                        if (staged) os.scatter(stage.data(), t, grp, o);
+                        break;
+                    case Kind::Transposed:  // col[R×C] = Wm_gᵀ[R×Og] · u_g[Og×C]
+                        gemm<T>(true, false, R, C, Og, T(1), wg, R, om, ldo, T(0), col.data(), C);
+                        break;
+                    case Kind::WeightGrad:  // dW_g[Og×R] += u_g[Og×C] · colᵀ[C×R]
+                        gemm<T>(false, true, Og, R, C, T(1), om, ldo, col.data(), C, T(1), wg, R);
+                        break;
+                }
+            } else {
+                T* om = os.nxc(o, t, grp);  // [C × Og], ld G·Og: the tile's rows are contiguous
+                const std::int64_t ldo = G * Og;
+                switch (kind) {
+                    case Kind::Forward:  // y_g[C×Og] = col[C×R] · Wk_gᵀ[R×Og]
+                        gemm<T>(false, true, C, Og, R, T(1), col.data(), R, wg, R, T(0), om, ldo);
+                        break;
+                    case Kind::Transposed:  // col[C×R] = u_g[C×Og] · Wk_g[Og×R]
+                        gemm<T>(false, false, C, R, Og, T(1), om, ldo, wg, R, T(0), col.data(), R);
+                        break;
+                    case Kind::WeightGrad:  // dWk_g[Og×R] += u_gᵀ[Og×C] · col[C×R]
+                        gemm<T>(true, false, Og, R, C, T(1), om, ldo, col.data(), R, T(1), wg, R);
+                        break;
+                }
+            }
+            if (kind == Kind::Transposed) col2im(g, col.data(), t.n0, t.nb, grp, t.p0, t.p1, x);
+        }
+    }
+    if (nxc && kind == Kind::WeightGrad) unpack_k_major(g, wk.data(), w);
+}
+
+void check_operand(const Tensor& t, const Shape& want, const char* what, const char* fn) {
+    if (!t.defined()) fail(what, fn, ": ", what, " is undefined");
+    if (t.shape() != want)
+        fail(what, fn, ": ", what, " has shape ", shape_str(t.shape()), ", the geometry needs ", shape_str(want));
+    if (!is_float(t.dtype())) fail(what, fn, ": ", what, " has dtype ", dtype_name(t.dtype()), ", a float dtype is needed");
+}
+
+DType common_dtype(const Tensor& a, const Tensor& b, const char* fn) {
+    if (a.dtype() != b.dtype())
+        fail("dtype", fn, ": operand dtypes differ (", dtype_name(a.dtype()), " and ", dtype_name(b.dtype()), ")");
+    return a.dtype();
+}
+
+// Runs `kind` with inputs a, b (roles per Kind) and returns the output, in the inputs' dtype.
+Tensor dispatch(Kind kind, const Tensor& a, const Tensor& b, const ConvGeometry& g, const char* fn) {
+    g.validate();
+    const DType dt = common_dtype(a, b, fn);
+    const DType ct = dt == DType::f64 ? DType::f64 : DType::f32;  // 16-bit types compute in f32
+    Tensor A = a.to(ct).contiguous(), B = b.to(ct).contiguous();
+    const Shape out_shape = kind == Kind::Forward ? g.out_shape() : kind == Kind::Transposed ? g.in_shape() : g.weight_shape();
+    Tensor out = Tensor::zeros(out_shape, ct);
+    if (g.N > 0) {
+        auto run = [&](auto* tag) {
+            using T = std::remove_pointer_t<decltype(tag)>;
+            T* pa = A.data<T>();
+            T* pb = B.data<T>();
+            T* po = out.data<T>();
+            switch (kind) {
+                case Kind::Forward: run_kernel<T>(kind, g, pa, po, pb); break;
+                case Kind::Transposed: run_kernel<T>(kind, g, po, pa, pb); break;
+                case Kind::WeightGrad: run_kernel<T>(kind, g, pa, pb, po); break;
+            }
+        };
+        if (ct == DType::f64) run(static_cast<double*>(nullptr));
+        else run(static_cast<float*>(nullptr));
+    }
+    return out.to(dt);
+}
+
+}  // namespace
+
+void set_conv_workspace_bytes(std::int64_t bytes) {
+    if (bytes < 1) fail("workspace", "workspace budget ", bytes, " must be >= 1 byte");
+    g_workspace = bytes;
+}
+std::int64_t conv_workspace_bytes() { return g_workspace; }
+
+Tensor conv_forward(const Tensor& x, const Tensor& W, const ConvGeometry& g) {
+    check_operand(x, g.in_shape(), "data", "conv_forward");
+    check_operand(W, g.weight_shape(), "filter", "conv_forward");
+    return dispatch(Kind::Forward, x, W, g, "conv_forward");
+}
+
+Tensor conv_transposed(const Tensor& u, const Tensor& W, const ConvGeometry& g) {
+    check_operand(u, g.out_shape(), "data", "conv_transposed");
+    check_operand(W, g.weight_shape(), "filter", "conv_transposed");
+    return dispatch(Kind::Transposed, u, W, g, "conv_transposed");
+}
+
+Tensor conv_weight_grad(const Tensor& x, const Tensor& u, const ConvGeometry& g) {
+    check_operand(x, g.in_shape(), "data", "conv_weight_grad");
+    check_operand(u, g.out_shape(), "grad_output", "conv_weight_grad");
+    return dispatch(Kind::WeightGrad, x, u, g, "conv_weight_grad");
+}
+
+}  // namespace tg

@@ -1,0 +1,26 @@
+// The three convolution kernels every op of the family runs on (OPS.md section 9).
+// All take the canonical weight W[G, Og, Ig, K...] and a resolved ConvGeometry:
+//   conv_forward       CONV:    i-side x  -> o-side y      (im2col + GEMM)
+//   conv_transposed    CONVT:   o-side u  -> i-side r      (GEMM + col2im)
+//   conv_weight_grad   CONV_BW: (x, u)    -> dW            (im2col + GEMM)
+// Tensors are in the geometry's layout (NCX or NXC) with f64, f32, f16 or bf16 elements;
+// f16/bf16 are widened to f32, computed, and rounded once.
+// The column buffer is tiled over images and positions to stay under a byte budget.
+#pragma once
+#include <cstdint>
+
+#include "core/tensor.hpp"
+#include "ops/conv_geometry.hpp"
+
+namespace tg {
+
+Tensor conv_forward(const Tensor& x, const Tensor& W, const ConvGeometry& g);
+Tensor conv_transposed(const Tensor& u, const Tensor& W, const ConvGeometry& g);
+Tensor conv_weight_grad(const Tensor& x, const Tensor& u, const ConvGeometry& g);
+
+// Upper bound on the kernels' scratch memory (column buffer + staging), in bytes.
+// Default 64 MiB. A tile always holds at least one position.
+void set_conv_workspace_bytes(std::int64_t bytes);
+std::int64_t conv_workspace_bytes();
+
+}  // namespace tg

@@ -1,0 +1,56 @@
+// The OpenVINO and oneDNN Graph convolution ops, mapped onto the one ConvGeometry through
+// one table (OPS.md sections 3 to 6). Spec names, layouts, formats and defaults live here
+// and nowhere else: the kernels only see canonical geometry and weights.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "core/tensor.hpp"
+#include "ops/conv_geometry.hpp"
+
+namespace tg {
+
+// An attribute value as a case file gives it: an int list, a string or an int.
+using AttrValue = std::variant<std::vector<std::int64_t>, std::string, std::int64_t>;
+using Attrs = std::map<std::string, AttrValue>;
+
+enum class Computation { Conv, ConvT };  // CONV or CONVT of OPS.md section 2
+
+struct OpSpec;
+
+// An op whose attributes and input shapes have been validated and resolved.
+struct ResolvedOp {
+    const OpSpec* spec = nullptr;
+    std::string name;              // "openvino ConvolutionBackpropData"
+    Computation comp = Computation::Conv;
+    ConvGeometry geom;             // i-side/o-side per section 2
+    std::vector<AxisResolution> axes;
+    Shape result_shape;            // in the op's data layout
+    std::vector<int> filter_perm;  // stored filter -> channel-first [G·Og, Ig, K...]
+    int data_input = 0, filter_input = 1, bias_input = -1;
+    bool has_bias = false;
+
+    // The stored filter as the canonical W[G, Og, Ig, K...], and the way back (for gradients).
+    Tensor canonical_filter(const Tensor& filter) const;
+    Tensor stored_filter(const Tensor& W, const Shape& stored_shape) const;
+};
+
+// Validates everything OPS.md 3.5 lists and resolves padding. `inputs` are the op's
+// inputs in spec order (data, filter, then output_shape or bias), already in their final
+// dtypes. Throws Error naming the offending key.
+ResolvedOp resolve_op(const std::string& opset, const std::string& op, const Attrs& attrs,
+                      const std::vector<Tensor>& inputs);
+
+// The op's result for float inputs of one dtype (output_shape inputs are ignored here).
+Tensor run_op(const ResolvedOp& r, const std::vector<Tensor>& inputs);
+
+// Gradients of ⟨result, dy⟩ with respect to each input (undefined for integer inputs).
+std::vector<Tensor> run_op_backward(const ResolvedOp& r, const std::vector<Tensor>& inputs, const Tensor& dy);
+
+// Names of the ops of an opset, for messages and help.
+std::vector<std::string> op_names(const std::string& opset);
+
+}  // namespace tg

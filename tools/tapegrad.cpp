@@ -1,0 +1,119 @@
+// The `tapegrad` command line: `run` executes one op of a case file (CASES.md), `explain`
+// shows how its padding and output shape were resolved.
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <string>
+
+#include "core/npy.hpp"
+#include "ops/opset.hpp"
+#include "tools/case_file.hpp"
+
+namespace tg {
+namespace {
+
+// Results above this size are refused before they are allocated (as .npy inputs are).
+constexpr std::int64_t kMaxResultBytes = std::int64_t{4} << 30;
+
+void check_result_size(const Shape& shape, DType dt, const std::string& what) {
+    const std::int64_t bytes = checked_mul(shape_numel(shape, what), static_cast<std::int64_t>(dtype_size(dt)), what);
+    if (bytes > kMaxResultBytes)
+        fail(what, what, " of shape ", shape_str(shape), " would need ", bytes, " bytes, over the limit of ",
+             kMaxResultBytes);
+}
+
+int cmd_run(const std::string& path) {
+    const CaseFile c = read_case(path);
+    DType dt;
+    const std::vector<Tensor> in = load_inputs(c, dt);
+    const ResolvedOp r = resolve_op(c.opset, c.op, c.attrs, in);
+    check_result_size(r.result_shape, dt, "output");
+
+    std::vector<std::pair<std::string, Tensor>> files;
+    files.emplace_back(c.output, run_op(r, in));
+    if (c.grad_output) {
+        Tensor dy = read_npy(*c.grad_output, "grad_output");
+        if (!is_float(dy.dtype())) fail("grad_output", "grad_output has dtype ", dtype_name(dy.dtype()), ", must be float");
+        if (dy.shape() != r.result_shape)
+            fail("grad_output", r.name, ": grad_output has shape ", shape_str(dy.shape()), " but the result has shape ",
+                 shape_str(r.result_shape));
+        const std::vector<Tensor> grads = run_op_backward(r, in, dy.to(dt));
+        for (std::size_t i = 0; i < c.grad_inputs.size(); ++i) {
+            if (!c.grad_inputs[i]) continue;
+            if (!grads[i].defined())
+                fail("grad_inputs", "grad_inputs[", i, "] must be null: input ", i, " (an integer shape) has no gradient");
+            files.emplace_back(*c.grad_inputs[i], grads[i]);
+        }
+    }
+    // Write everything, or nothing: undo the files already written if a later one fails.
+    std::vector<std::string> written;
+    try {
+        for (const auto& [p, t] : files) {
+            write_npy(p, t, "output");
+            written.push_back(p);
+        }
+    } catch (...) {
+        for (const std::string& p : written) std::remove(p.c_str());
+        throw;
+    }
+    return 0;
+}
+
+int cmd_explain(const std::string& path) {
+    const CaseFile c = read_case(path);
+    DType dt;
+    const std::vector<Tensor> in = load_inputs(c, dt);
+    const ResolvedOp r = resolve_op(c.opset, c.op, c.attrs, in);
+    const ConvGeometry& g = r.geom;
+    std::cout << r.name << " (" << (r.comp == Computation::Conv ? "CONV: forward convolution" : "CONVT: transposed convolution")
+              << "), layout " << (g.layout == Layout::NCX ? "NCX" : "NXC") << ", groups " << g.G << ", dtype "
+              << dtype_name(dt) << "\n";
+    std::cout << "  data " << shape_str(in[0].shape()) << ", filter " << shape_str(in[1].shape()) << " -> canonical W "
+              << shape_str(g.weight_shape()) << " [G, O_g, I_g, K...]\n";
+    for (int a = 0; a < g.D(); ++a) {
+        const AxisResolution& ar = r.axes[static_cast<std::size_t>(a)];
+        std::cout << "  axis " << a << ": rule " << ar.rule << "\n    X " << (r.comp == Computation::Conv ? g.in_size[a] : g.out_size[a])
+                  << ", K " << g.kernel[a] << ", stride " << g.stride[a] << ", dilation " << g.dilation[a] << "\n    "
+                  << ar.formula << "\n    -> pads_begin " << ar.pb << ", pads_end " << ar.pe;
+        if (r.comp == Computation::ConvT) std::cout << ", full length L " << ar.L;
+        std::cout << ", total padding " << ar.pb + ar.pe << ", output size " << ar.out << "\n";
+    }
+    std::cout << "  output shape " << shape_str(r.result_shape) << "\n";
+    return 0;
+}
+
+void usage(std::FILE* f) {
+    std::fprintf(f,
+                 "usage: tapegrad run CASE.json      run one op (CASES.md) and write its outputs\n"
+                 "       tapegrad explain CASE.json  show how padding and the output shape are resolved\n");
+}
+
+}  // namespace
+}  // namespace tg
+
+int main(int argc, char** argv) {
+    if (argc == 2 && (!std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h"))) {
+        tg::usage(stdout);
+        return 0;
+    }
+    if (argc != 3) {
+        std::fprintf(stderr, "error: expected a command and a case file (try tapegrad --help)\n");
+        return 1;
+    }
+    const std::string cmd = argv[1], path = argv[2];
+    try {
+        if (cmd == "run") return tg::cmd_run(path);
+        if (cmd == "explain") return tg::cmd_explain(path);
+        std::fprintf(stderr, "error: unknown command '%s' (expected run or explain)\n", cmd.c_str());
+        return 1;
+    } catch (const std::exception& e) {
+        std::string msg = e.what();
+        for (char& ch : msg)
+            if (ch == '\n' || ch == '\r') ch = ' ';
+        std::fprintf(stderr, "error: %s\n", msg.c_str());
+        return 1;
+    } catch (...) {
+        std::fprintf(stderr, "error: unexpected failure\n");
+        return 1;
+    }
+}
