@@ -1,0 +1,96 @@
+// The one table of convolution configurations that drives the kernel, adjoint, golden and
+// gradient tests. Each row is per-axis {X, K, s, d, pb, pe, op} plus batch, groups and
+// channels per group, and a column-buffer budget (small budgets force the kernels to split
+// batches and positions into tiles).
+//   forward_geometry:    CONV from an i-side of size X (Rule F explicit, pads pb/pe)
+//   transposed_geometry: CONVT from an o-side of size X to Y = s·(X−1) + eff − pb − pe + op
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ops/conv_geometry.hpp"
+
+namespace tg::testing {
+
+struct Axis {
+    std::int64_t X, K, s = 1, d = 1, pb = 0, pe = 0, op = 0;
+};
+
+struct ConvConfig {
+    std::string name;
+    std::int64_t N, G, Ig, Og;
+    std::vector<Axis> axes;
+    std::int64_t budget = std::int64_t{64} << 20;  // conv workspace bytes
+};
+
+inline const std::vector<ConvConfig>& conv_table() {
+    static const std::vector<ConvConfig> t = {
+        {"1d basic", 1, 1, 2, 3, {{7, 3}}},
+        {"1d stride2 asym pads op1", 2, 1, 2, 2, {{5, 3, 2, 1, 1, 0, 1}}},
+        {"1d stride3 dil2", 1, 1, 3, 2, {{9, 3, 3, 2, 2, 1}}},
+        {"1d k1 stride2", 2, 1, 3, 2, {{8, 1, 2}}},
+        {"1d kernel larger than input", 1, 1, 1, 2, {{2, 5, 1, 1, 2, 2}}},
+        {"1d groups2 batch3", 3, 2, 2, 3, {{6, 3, 2, 1, 1, 1, 1}}},
+        {"1d depthwise", 2, 4, 1, 1, {{7, 3, 1, 2, 2, 2}}},
+        {"2d basic", 1, 1, 2, 2, {{5, 3}, {4, 2}}},
+        {"2d stride2 pad1", 2, 1, 3, 2, {{6, 3, 2, 1, 1, 1}, {5, 3, 2, 1, 1, 1, 1}}},
+        {"2d asym pads", 1, 1, 2, 3, {{5, 3, 1, 1, 2, 0}, {6, 2, 2, 1, 0, 1}}},
+        {"2d dil3 stride2", 1, 1, 2, 2, {{9, 3, 2, 3, 1, 2}, {8, 2, 1, 3, 0, 0}}},
+        {"2d groups2", 2, 2, 2, 2, {{5, 3, 1, 1, 1, 1}, {5, 3, 2, 1, 1, 1, 1}}},
+        {"2d depthwise stride2", 2, 3, 1, 1, {{6, 3, 2, 1, 1, 1, 1}, {6, 3, 2, 1, 1, 1}}},
+        {"2d depthwise multiplier", 1, 3, 1, 2, {{5, 3}, {4, 2, 1, 2, 1, 1}}},
+        {"2d 1x1 stride3", 2, 1, 4, 3, {{7, 1, 3}, {6, 1, 3}}},
+        {"2d op past pe", 1, 1, 2, 2, {{4, 3, 3, 1, 1, 0, 2}, {3, 2, 2, 1, 0, 0, 1}}},
+        {"2d stride3 dil2 op", 1, 1, 2, 2, {{5, 3, 3, 2, 1, 1, 2}, {4, 2, 3, 1, 0, 1}}},
+        {"2d kernel larger than input", 1, 1, 1, 1, {{2, 4, 1, 1, 2, 1}, {3, 3, 1, 1, 1, 1}}},
+        {"2d tiles split batch", 4, 1, 2, 3, {{5, 3, 1, 1, 1, 1}, {4, 3, 1, 1, 1, 1}}, 600},
+        {"2d tiles split positions", 2, 2, 2, 2, {{7, 3, 2, 1, 1, 1, 1}, {6, 2, 1, 1, 0, 0}}, 200},
+        {"3d basic", 1, 1, 2, 2, {{4, 2}, {3, 2}, {4, 3}}},
+        {"3d stride2 pad dil", 2, 1, 2, 2, {{5, 3, 2, 1, 1, 1, 1}, {4, 2, 1, 2, 0, 1}, {5, 3, 2, 1, 1, 0}}},
+        {"3d groups2", 1, 2, 1, 2, {{4, 2, 2, 1, 0, 0, 1}, {3, 3, 1, 1, 1, 1}, {4, 2, 1, 1, 0, 0}}},
+        {"3d depthwise tiles", 2, 2, 1, 1, {{4, 3, 1, 1, 1, 1}, {4, 3, 2, 1, 1, 1, 1}, {3, 2, 1, 1, 0, 0}}, 300},
+        {"3d 1x1 stride2", 1, 1, 3, 2, {{5, 1, 2}, {4, 1, 2}, {3, 1, 1}}},
+    };
+    return t;
+}
+
+inline std::int64_t effective_extent(const Axis& a) { return a.d * (a.K - 1) + 1; }
+
+inline ConvGeometry base_geometry(const ConvConfig& c, Layout layout) {
+    ConvGeometry g;
+    g.N = c.N;
+    g.G = c.G;
+    g.Ig = c.Ig;
+    g.Og = c.Og;
+    g.layout = layout;
+    for (const Axis& a : c.axes) {
+        g.kernel.push_back(a.K);
+        g.stride.push_back(a.s);
+        g.dilation.push_back(a.d);
+        g.pad_begin.push_back(a.pb);
+    }
+    return g;
+}
+
+// CONV on an i-side of size X: Y = ⌊(X + pb + pe − eff)/s⌋ + 1.
+inline ConvGeometry forward_geometry(const ConvConfig& c, Layout layout = Layout::NCX) {
+    ConvGeometry g = base_geometry(c, layout);
+    for (const Axis& a : c.axes) {
+        g.in_size.push_back(a.X);
+        g.out_size.push_back((a.X + a.pb + a.pe - effective_extent(a)) / a.s + 1);
+    }
+    return g;
+}
+
+// CONVT from an o-side of size X to Y = s·(X−1) + eff − pb − pe + op.
+inline ConvGeometry transposed_geometry(const ConvConfig& c, Layout layout = Layout::NCX) {
+    ConvGeometry g = base_geometry(c, layout);
+    for (const Axis& a : c.axes) {
+        g.out_size.push_back(a.X);
+        g.in_size.push_back(a.s * (a.X - 1) + effective_extent(a) - a.pb - a.pe + a.op);
+    }
+    return g;
+}
+
+}  // namespace tg::testing
