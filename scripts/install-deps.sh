@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs the Debian packages tapegrad builds, tests and trains with, if any is missing.
+# apt-get as root, through sudo otherwise. Nothing is downloaded outside Debian's archive.
+set -euo pipefail
+pkgs=(g++ cmake pkg-config make libxtensor-dev libxsimd-dev xtl-dev libopenblas-dev catch2
+      nlohmann-json3-dev zlib1g-dev libpng-dev dataset-fashion-mnist python3)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+echo "installing: ${missing[*]}"
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
