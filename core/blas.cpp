@@ -5,6 +5,7 @@
 #include <climits>
 #include <cstdlib>
 #include <thread>
+#include <type_traits>
 
 #include "core/error.hpp"
 
@@ -32,16 +33,56 @@ int initial_threads() {
     return hc == 0 ? 1 : static_cast<int>(hc);
 }
 
+// One thread pool: OpenBLAS always runs single-threaded, and tapegrad's OpenMP team
+// splits the work (two pools that both spin wreck the 2-core case; see bench/PEERS.md).
 int& thread_setting() {
     static int n = [] {
-        const int v = initial_threads();
-        openblas_set_num_threads(v);
-#ifdef _OPENMP
-        omp_set_num_threads(v);
-#endif
-        return v;
+        openblas_set_num_threads(1);
+        return initial_threads();
     }();
     return n;
+}
+
+template <class T>
+void blas_call(bool ta, bool tb, int M, int N, int K, T alpha, const T* A, int lda, const T* B, int ldb, T beta, T* C,
+               int ldc) {
+    const auto TA = ta ? CblasTrans : CblasNoTrans, TB = tb ? CblasTrans : CblasNoTrans;
+    if constexpr (std::is_same_v<T, float>) cblas_sgemm(CblasRowMajor, TA, TB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    else cblas_dgemm(CblasRowMajor, TA, TB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+template <class T>
+void gemm_impl(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, T alpha, const T* A, std::int64_t lda,
+               const T* B, std::int64_t ldb, T beta, T* C, std::int64_t ldc) {
+    if (M == 0 || N == 0) return;
+    const int m = fit_int(M, "M"), n = fit_int(N, "N"), k = fit_int(K, "K");
+    const int la = fit_int(lda, "lda"), lb = fit_int(ldb, "ldb"), lc = fit_int(ldc, "ldc");
+    const int nt = thread_setting();
+    bool in_team = false;
+#ifdef _OPENMP
+    in_team = omp_in_parallel();
+#endif
+    // Outside a team and big enough: split the larger of M and N between the threads.
+    if (nt == 1 || in_team || static_cast<double>(M) * N * K < 4.0e6) {
+        blas_call(ta, tb, m, n, k, alpha, A, la, B, lb, beta, C, lc);
+        return;
+    }
+    const bool split_m = M >= N;
+#pragma omp parallel num_threads(nt)
+    {
+        const int t = omp_get_thread_num(), T_ = omp_get_num_threads();
+        const std::int64_t total = split_m ? M : N;
+        const std::int64_t lo = total * t / T_, hi = total * (t + 1) / T_;
+        if (hi > lo) {
+            if (split_m) {  // rows of C; rows of op(A)
+                const T* a = ta ? A + lo : A + lo * lda;
+                blas_call(ta, tb, static_cast<int>(hi - lo), n, k, alpha, a, la, B, lb, beta, C + lo * ldc, lc);
+            } else {  // columns of C; columns of op(B)
+                const T* b = tb ? B + lo * ldb : B + lo;
+                blas_call(ta, tb, m, static_cast<int>(hi - lo), k, alpha, A, la, b, lb, beta, C + lo, lc);
+            }
+        }
+    }
 }
 
 }  // namespace
@@ -49,10 +90,6 @@ int& thread_setting() {
 void set_num_threads(int n) {
     if (n < 1) fail("threads", "thread count ", n, " must be >= 1");
     thread_setting() = n;
-    openblas_set_num_threads(n);
-#ifdef _OPENMP
-    omp_set_num_threads(n);
-#endif
 }
 
 int num_threads() { return thread_setting(); }
@@ -60,21 +97,13 @@ int num_threads() { return thread_setting(); }
 template <>
 void gemm<float>(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
                  std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc) {
-    if (M == 0 || N == 0) return;
-    (void)num_threads();
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, fit_int(M, "M"),
-                fit_int(N, "N"), fit_int(K, "K"), alpha, A, fit_int(lda, "lda"), B, fit_int(ldb, "ldb"), beta, C,
-                fit_int(ldc, "ldc"));
+    gemm_impl(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 template <>
 void gemm<double>(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, double alpha, const double* A,
                   std::int64_t lda, const double* B, std::int64_t ldb, double beta, double* C, std::int64_t ldc) {
-    if (M == 0 || N == 0) return;
-    (void)num_threads();
-    cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, fit_int(M, "M"),
-                fit_int(N, "N"), fit_int(K, "K"), alpha, A, fit_int(lda, "lda"), B, fit_int(ldb, "ldb"), beta, C,
-                fit_int(ldc, "ldc"));
+    gemm_impl(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 }  // namespace tg

@@ -11,7 +11,8 @@ template <class T>
 void gemm(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, T alpha, const T* A,
           std::int64_t lda, const T* B, std::int64_t ldb, T beta, T* C, std::int64_t ldc);
 
-// Threads used by GEMM and by tapegrad's loops (at least 1). Defaults to the core count,
+// Threads used by GEMM and by tapegrad's loops (at least 1): one OpenMP team; OpenBLAS
+// itself stays single-threaded. Defaults to the core count,
 // or TAPEGRAD_NUM_THREADS when set.
 void set_num_threads(int n);
 int num_threads();

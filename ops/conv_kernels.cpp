@@ -8,6 +8,8 @@
 #include "core/blas.hpp"
 #include "ops/im2col.hpp"
 
+#include <omp.h>
+
 namespace tg {
 
 namespace {
@@ -70,16 +72,16 @@ struct OSide {
     std::int64_t P;
     std::int64_t stride_n() const { return g.G * g.Og * P; }
     // NCX pointer/ld for a single-image tile
-    T* ncx(T* base, const Tile& t, std::int64_t grp) const { return base + t.n0 * stride_n() + grp * g.Og * P + t.p0; }
-    T* nxc(T* base, const Tile& t, std::int64_t grp) const { return base + (t.n0 * P + t.p0) * g.G * g.Og + grp * g.Og; }
-    void gather(const T* base, const Tile& t, std::int64_t grp, T* stage) const {
-        for (std::int64_t o = 0; o < g.Og; ++o)
+    T* ncx(T* base, const ColTile& t, std::int64_t grp) const { return base + t.n0 * stride_n() + grp * g.Og * P + t.p0; }
+    T* nxc(T* base, const ColTile& t, std::int64_t grp) const { return base + (t.n0 * P + t.p0) * g.G * g.Og + grp * g.Og; }
+    void gather(const T* base, const ColTile& t, std::int64_t grp, T* stage, std::int64_t o0, std::int64_t o1) const {
+        for (std::int64_t o = o0; o < o1; ++o)
             for (std::int64_t ni = 0; ni < t.nb; ++ni)
                 std::memcpy(stage + o * t.cols() + ni * P, base + (t.n0 + ni) * stride_n() + (grp * g.Og + o) * P,
                             static_cast<std::size_t>(P) * sizeof(T));
     }
-    void scatter(const T* stage, const Tile& t, std::int64_t grp, T* base) const {
-        for (std::int64_t o = 0; o < g.Og; ++o)
+    void scatter(const T* stage, const ColTile& t, std::int64_t grp, T* base, std::int64_t o0, std::int64_t o1) const {
+        for (std::int64_t o = o0; o < o1; ++o)
             for (std::int64_t ni = 0; ni < t.nb; ++ni)
                 std::memcpy(base + (t.n0 + ni) * stride_n() + (grp * g.Og + o) * P, stage + o * t.cols() + ni * P,
                             static_cast<std::size_t>(P) * sizeof(T));
@@ -88,8 +90,91 @@ struct OSide {
 
 enum class Kind { Forward, Transposed, WeightGrad };
 
+// [lo, hi) of part t of T equal parts of n.
+inline std::int64_t part(std::int64_t n, int t, int T) { return n * t / T; }
+
+// The buffers and operands of one kernel call, shared by the threads of a team.
+template <class T>
+struct Step {
+    Kind kind;
+    const ConvGeometry& g;
+    const OSide<T>& os;
+    T *x, *o, *wm;  // i-side, o-side, weight matrix in col's row order (see run_kernel)
+};
+
+// One group of one tile, run by thread `t` of a team of `nt` threads. Threads split the
+// GEMM's columns (positions) for im2col and the GEMM, then, after a barrier, the output:
+// images and channels for col2im, weight columns for the weight gradient. No two threads
+// write the same element, so results do not depend on timing; OpenBLAS runs single-threaded
+// inside, so there is one thread pool.
+template <class T>
+void group_step(const Step<T>& s, const ColTile& tile, std::int64_t grp, T* col, T* stage, int t, int nt) {
+    const ConvGeometry& g = s.g;
+    const std::int64_t P = s.os.P, R = g.R(), Og = g.Og, C = tile.cols(), Ig = g.Ig;
+    const bool nxc = g.layout == Layout::NXC;
+    const std::int64_t c0 = part(C, t, nt), c1 = part(C, t + 1, nt);
+    const T* wg = s.wm + grp * Og * R;
+    auto barrier = [nt] {
+        if (nt > 1) {
+#pragma omp barrier
+        }
+    };
+    const bool staged = !nxc && tile.nb > 1;
+    T* om;  // the o-side matrix of this group: NCX [Og × C] (ld ldo), NXC [C × Og] (ld G·Og)
+    std::int64_t ldo;
+    if (nxc) { om = s.os.nxc(s.o, tile, grp); ldo = g.G * Og; }
+    else if (staged) { om = stage; ldo = C; }
+    else { om = s.os.ncx(s.o, tile, grp); ldo = P; }
+
+    if (staged && s.kind != Kind::Forward) {
+        s.os.gather(s.o, tile, grp, stage, part(Og, t, nt), part(Og, t + 1, nt));
+        barrier();
+    }
+    if (s.kind != Kind::Transposed) im2col(g, s.x, tile, grp, c0, c1, col);
+    switch (s.kind) {
+        case Kind::Forward:
+            if (!nxc) {  // y_g[Og × c] = Wm_g[Og × R] · col[R × c]
+                gemm<T>(false, false, Og, c1 - c0, R, T(1), wg, R, col + c0, C, T(0), om + c0, ldo);
+                if (staged) {
+                    barrier();
+                    s.os.scatter(stage, tile, grp, s.o, part(Og, t, nt), part(Og, t + 1, nt));
+                }
+            } else {  // y_g[c × Og] = col[c × R] · Wk_gᵀ[R × Og]
+                gemm<T>(false, true, c1 - c0, Og, R, T(1), col + c0 * R, R, wg, R, T(0), om + c0 * ldo, ldo);
+            }
+            break;
+        case Kind::Transposed: {
+            if (!nxc)  // col[R × c] = Wm_gᵀ[R × Og] · u_g[Og × c]
+                gemm<T>(true, false, R, c1 - c0, Og, T(1), wg, R, om + c0, ldo, T(0), col + c0, C);
+            else  // col[c × R] = u_g[c × Og] · Wk_g[Og × R]
+                gemm<T>(false, false, c1 - c0, R, Og, T(1), om + c0 * ldo, ldo, wg, R, T(0), col + c0 * R, R);
+            barrier();
+            // col2im work units: (image, channel chunk) pairs; NCX takes one channel per
+            // chunk, NXC splits a contiguous channel run only as far as the team needs.
+            const std::int64_t chunks = !nxc ? Ig : std::min<std::int64_t>(Ig, (nt + tile.nb - 1) / tile.nb);
+            const std::int64_t units = tile.nb * chunks, u0 = part(units, t, nt), u1 = part(units, t + 1, nt);
+            for (std::int64_t u = u0; u < u1; ++u) {
+                const std::int64_t ni = u / chunks, ch = u % chunks;
+                col2im(g, col, tile, grp, ni, ni + 1, part(Ig, static_cast<int>(ch), static_cast<int>(chunks)),
+                       part(Ig, static_cast<int>(ch) + 1, static_cast<int>(chunks)), s.x);
+            }
+            break;
+        }
+        case Kind::WeightGrad: {
+            barrier();
+            const std::int64_t r0 = part(R, t, nt), r1 = part(R, t + 1, nt);
+            T* dw = const_cast<T*>(wg);
+            if (!nxc)  // dW_g[Og × r] += u_g[Og × C] · colᵀ[C × r]
+                gemm<T>(false, true, Og, r1 - r0, C, T(1), om, ldo, col + r0 * C, C, T(1), dw + r0, R);
+            else  // dWk_g[Og × r] += u_gᵀ[Og × C] · col[C × r]
+                gemm<T>(true, false, Og, r1 - r0, C, T(1), om, ldo, col + r0, R, T(1), dw + r0, R);
+            break;
+        }
+    }
+}
+
 // One driver for the three kernels: they share the tiling, the im2col/col2im side and the
-// o-side addressing and differ only in the GEMM and its direction.
+// o-side addressing, and differ only in the GEMM and its direction.
 //   Forward:    x = i-side input, o = o-side output, w = weight input
 //   Transposed: o = o-side input, x = i-side output (accumulated), w = weight input
 //   WeightGrad: x, o inputs, w = weight output (accumulated)
@@ -97,12 +182,17 @@ template <class T>
 void run_kernel(Kind kind, const ConvGeometry& g, T* x, T* o, T* w) {
     const std::int64_t P = g.out_numel(), R = g.R(), Og = g.Og, G = g.G;
     const bool nxc = g.layout == Layout::NXC;
-    const std::int64_t bytes_per_col = static_cast<std::int64_t>(sizeof(T)) * (R + (nxc ? 0 : Og));
+    const int nt = num_threads();
+    // Many groups (grouped and depthwise layers): each thread takes whole groups with its
+    // own buffers. Few groups: the whole team works on one group at a time.
+    const bool by_group = nt > 1 && G >= nt;
+    const int nbuf = by_group ? nt : 1;
+    const std::int64_t bytes_per_col = static_cast<std::int64_t>(sizeof(T)) * (R + (nxc ? 0 : Og)) * nbuf;
     const std::vector<Tile> tiles = make_tiles(g.N, P, bytes_per_col);
     std::int64_t max_cols = 0;
     for (const Tile& t : tiles) max_cols = std::max(max_cols, t.cols());
-    std::vector<T> col = scratch<T>(R * max_cols);
-    std::vector<T> stage = scratch<T>(nxc || tiles.empty() || tiles[0].nb == 1 ? 0 : Og * max_cols);
+    std::vector<T> col = scratch<T>(nbuf * R * max_cols);
+    std::vector<T> stage = scratch<T>(nxc || tiles.empty() || tiles[0].nb == 1 ? 0 : nbuf * Og * max_cols);
     std::vector<T> wk;
     T* wm = w;  // the weight matrix in the row order of col
     if (nxc) {
@@ -110,44 +200,23 @@ void run_kernel(Kind kind, const ConvGeometry& g, T* x, T* o, T* w) {
         wm = wk.data();
     }
     const OSide<T> os{g, P};
-    for (const Tile& t : tiles) {
-        const std::int64_t C = t.cols();
-        for (std::int64_t grp = 0; grp < G; ++grp) {
-            T* wg = wm + grp * Og * R;
-            if (kind != Kind::Transposed) im2col(g, x, t.n0, t.nb, grp, t.p0, t.p1, col.data());
-            if (!nxc) {
-                const bool staged = t.nb > 1;
-                T* om = staged ? stage.data() : os.ncx(o, t, grp);
-                const std::int64_t ldo = staged ? C : P;
-                if (kind != Kind::Forward && staged) os.gather(o, t, grp, stage.data());
-                switch (kind) {
-                    case Kind::Forward:  // y_g[Og×C] = Wm_g[Og×R] · col[R×C]
-                        gemm<T>(false, false, Og, C, R, T(1), wg, R, col.data(), C, T(0), om, ldo);
-                        if (staged) os.scatter(stage.data(), t, grp, o);
-                        break;
-                    case Kind::Transposed:  // col[R×C] = Wm_gᵀ[R×Og] · u_g[Og×C]
-                        gemm<T>(true, false, R, C, Og, T(1), wg, R, om, ldo, T(0), col.data(), C);
-                        break;
-                    case Kind::WeightGrad:  // dW_g[Og×R] += u_g[Og×C] · colᵀ[C×R]
-                        gemm<T>(false, true, Og, R, C, T(1), om, ldo, col.data(), C, T(1), wg, R);
-                        break;
-                }
-            } else {
-                T* om = os.nxc(o, t, grp);  // [C × Og], ld G·Og: the tile's rows are contiguous
-                const std::int64_t ldo = G * Og;
-                switch (kind) {
-                    case Kind::Forward:  // y_g[C×Og] = col[C×R] · Wk_gᵀ[R×Og]
-                        gemm<T>(false, true, C, Og, R, T(1), col.data(), R, wg, R, T(0), om, ldo);
-                        break;
-                    case Kind::Transposed:  // col[C×R] = u_g[C×Og] · Wk_g[Og×R]
-                        gemm<T>(false, false, C, R, Og, T(1), om, ldo, wg, R, T(0), col.data(), R);
-                        break;
-                    case Kind::WeightGrad:  // dWk_g[Og×R] += u_gᵀ[Og×C] · col[C×R]
-                        gemm<T>(true, false, Og, R, C, T(1), om, ldo, col.data(), R, T(1), wg, R);
-                        break;
-                }
+    const Step<T> s{kind, g, os, x, o, wm};
+    for (const Tile& tl : tiles) {
+        const ColTile tile{tl.n0, tl.nb, tl.p0, tl.p1};
+        if (nt == 1) {
+            for (std::int64_t grp = 0; grp < G; ++grp) group_step(s, tile, grp, col.data(), stage.data(), 0, 1);
+        } else if (by_group) {
+#pragma omp parallel for num_threads(nt) schedule(static)
+            for (std::int64_t grp = 0; grp < G; ++grp) {
+                const int id = omp_get_thread_num();
+                group_step(s, tile, grp, col.data() + id * R * max_cols,
+                           stage.empty() ? nullptr : stage.data() + id * Og * max_cols, 0, 1);
             }
-            if (kind == Kind::Transposed) col2im(g, col.data(), t.n0, t.nb, grp, t.p0, t.p1, x);
+        } else {
+            for (std::int64_t grp = 0; grp < G; ++grp) {
+#pragma omp parallel num_threads(nt)
+                group_step(s, tile, grp, col.data(), stage.data(), omp_get_thread_num(), omp_get_num_threads());
+            }
         }
     }
     if (nxc && kind == Kind::WeightGrad) unpack_k_major(g, wk.data(), w);

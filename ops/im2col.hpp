@@ -9,7 +9,8 @@
 //        one contiguous run of Ig channels.
 // Reads outside the input are zeros; col2im drops writes outside it, which is what crops
 // by pads_begin and leaves the output_padding tail at zero.
-// col2im accumulates (+=) into `x`, in a fixed order whatever the thread count.
+// Both are serial: the kernels split the work between threads so that no two threads
+// ever write the same element (columns for im2col; images and channels for col2im).
 #pragma once
 #include <cstdint>
 
@@ -17,12 +18,21 @@
 
 namespace tg {
 
-template <class T>
-void im2col(const ConvGeometry& g, const T* x, std::int64_t n0, std::int64_t nb, std::int64_t group, std::int64_t p0,
-            std::int64_t p1, T* col);
+struct ColTile {
+    std::int64_t n0, nb, p0, p1;
+    std::int64_t width() const { return p1 - p0; }
+    std::int64_t cols() const { return nb * (p1 - p0); }
+};
 
+// Fills columns [c0, c1) of the tile's col buffer.
 template <class T>
-void col2im(const ConvGeometry& g, const T* col, std::int64_t n0, std::int64_t nb, std::int64_t group,
-            std::int64_t p0, std::int64_t p1, T* x);
+void im2col(const ConvGeometry& g, const T* x, const ColTile& tile, std::int64_t group, std::int64_t c0,
+            std::int64_t c1, T* col);
+
+// Adds the columns of images [ni0, ni1) of the tile into channels [i0, i1) of the group.
+// Sums run in a fixed order (taps, then positions), whatever the split.
+template <class T>
+void col2im(const ConvGeometry& g, const T* col, const ColTile& tile, std::int64_t group, std::int64_t ni0,
+            std::int64_t ni1, std::int64_t i0, std::int64_t i1, T* x);
 
 }  // namespace tg
