@@ -11,7 +11,24 @@ std::int64_t prod(const Shape& s) { return shape_numel(s, "shape"); }
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 std::string num(std::int64_t v) { return std::to_string(v); }
 
-std::int64_t effective(const AxisParams& p) { return p.d * (p.K - 1) + 1; }
+// Every per-axis input is at most 2^40 (checked by the caller) and the two products below
+// at most 2^50, so the sums the rules form stay far inside int64.
+constexpr std::int64_t kProductLimit = std::int64_t{1} << 50;
+
+std::int64_t bounded_product(std::int64_t a, std::int64_t b, const char* key, const AxisParams& p, const std::string& op) {
+    const std::int64_t v = checked_mul(a, b, key);
+    if (v > kProductLimit)
+        fail(key, op, ": on spatial axis ", p.axis, " ", key, " gives an extent ", a, "*", b, " larger than 2^50");
+    return v;
+}
+
+std::int64_t effective(const AxisParams& p, const std::string& op) {
+    return bounded_product(p.d, p.K - 1, "dilations", p, op) + 1;
+}
+
+std::int64_t full_length(const AxisParams& p, std::int64_t eff, const std::string& op) {
+    return bounded_product(p.s, p.X - 1, "strides", p, op) + eff;
+}
 
 // Forward SAME split: T = max(0, (⌈X/s⌉−1)·s + eff − X); the odd unit goes to the end for
 // same_upper and to the beginning for same_lower.
@@ -85,7 +102,7 @@ const char* auto_pad_name(AutoPad a) {
 
 AxisResolution resolve_forward(const AxisParams& p, AutoPad ap, const std::string& op) {
     AxisResolution r;
-    r.eff = effective(p);
+    r.eff = effective(p, op);
     const std::string eff_s = "eff = " + num(p.d) + "*(" + num(p.K) + "-1)+1 = " + num(r.eff);
     if (ap == AutoPad::SameUpper || ap == AutoPad::SameLower) {
         r.out = ceil_div(p.X, p.s);
@@ -115,8 +132,8 @@ AxisResolution resolve_forward(const AxisParams& p, AutoPad ap, const std::strin
 AxisResolution resolve_transposed_ov(const AxisParams& p, AutoPad ap, std::optional<std::int64_t> requested,
                                      const std::string& op) {
     AxisResolution r;
-    r.eff = effective(p);
-    r.L = p.s * (p.X - 1) + r.eff;
+    r.eff = effective(p, op);
+    r.L = full_length(p, r.eff, op);
     const std::string L_s = "L = s*(X-1) + eff = " + num(p.s) + "*(" + num(p.X) + "-1) + " + num(r.eff) + " = " + num(r.L);
     const std::string op_s = num(p.output_padding);
     if (!requested) {
@@ -174,8 +191,8 @@ AxisResolution resolve_transposed_ov(const AxisParams& p, AutoPad ap, std::optio
 
 AxisResolution resolve_transposed_ct(const AxisParams& p, AutoPad ap, const std::string& op) {
     AxisResolution r;
-    r.eff = effective(p);
-    r.L = p.s * (p.X - 1) + r.eff;
+    r.eff = effective(p, op);
+    r.L = full_length(p, r.eff, op);
     if (ap == AutoPad::Explicit) { r.pb = p.pads_begin; r.pe = p.pads_end; }
     else if (ap != AutoPad::Valid) same_split(std::max<std::int64_t>(0, r.eff - p.s), ap == AutoPad::SameUpper, r.pb, r.pe);
     r.total = r.pb + r.pe;
@@ -208,7 +225,7 @@ AxisResolution resolve_backprop_cbd(const AxisParams& p, AutoPad ap, std::int64_
              " under the forward convolution (pads ", f.pb, ", ", f.pe, ", stride ", p.s, "), but output_delta has size ",
              p.X);
     AxisResolution r = f;
-    r.L = p.s * (p.X - 1) + r.eff;
+    r.L = full_length(p, r.eff, op);
     r.out = Yo;
     r.rule = std::string("T-CBD ") + auto_pad_name(ap) + " (pads of the forward convolution on Yo)";
     r.formula = "Yo = output_shape = " + num(Yo) + "; forward on Yo: " + f.formula + " = X " + num(p.X) + " (consistent)";
