@@ -1,0 +1,258 @@
+// The three fast kernels (im2col/GEMM/col2im, tiled) against the direct-loop reference and
+// against each other through the adjoint identities of OPS.md section 2, over every row of
+// the shared conv table, both layouts, and every float dtype.
+//
+// Tolerances: a sum of n products computed in floating point has error at most about
+// n·eps·Σ|products|, so every comparison is relative to that per-element scale, which the
+// reference gives exactly when fed |x| and |W|.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <sstream>
+
+#include "core/tensor.hpp"
+#include "ops/conv_kernels.hpp"
+#include "ops/conv_reference.hpp"
+#include "tests/conv_table.hpp"
+
+using namespace tg;
+using tg::testing::ConvConfig;
+using tg::testing::conv_table;
+using tg::testing::forward_geometry;
+using tg::testing::transposed_geometry;
+
+namespace {
+
+// Restores the default workspace even when a check throws.
+struct WorkspaceGuard {
+    explicit WorkspaceGuard(std::int64_t bytes) { set_conv_workspace_bytes(bytes); }
+    ~WorkspaceGuard() { set_conv_workspace_bytes(std::int64_t{64} << 20); }
+};
+
+Tensor random_tensor(const Shape& shape, std::mt19937_64& rng) {
+    std::uniform_real_distribution<double> u(-1.0, 1.0);
+    std::vector<double> v(static_cast<std::size_t>(shape_numel(shape)));
+    for (double& e : v) e = u(rng);
+    return Tensor::from(shape, v, DType::f64);
+}
+
+Tensor abs_tensor(const Tensor& t) {
+    std::vector<double> v = t.values();
+    for (double& e : v) e = std::fabs(e);
+    return Tensor::from(t.shape(), v, DType::f64);
+}
+
+// Round to `dt` and back to f64: the exact values a kernel of that dtype sees.
+Tensor rounded(const Tensor& t, DType dt) { return t.to(dt).to(DType::f64); }
+
+double dot(const Tensor& a, const Tensor& b) {
+    const std::vector<double> x = a.values(), y = b.values();
+    REQUIRE(x.size() == y.size());
+    double s = 0;
+    for (std::size_t i = 0; i < x.size(); ++i) s += x[i] * y[i];
+    return s;
+}
+
+// |got − want| ≤ factor·scale + tiny, elementwise; reports the worst element.
+void check_close(const Tensor& got, const Tensor& want, const Tensor& scale, double factor, const std::string& what) {
+    REQUIRE(got.shape() == want.shape());
+    const std::vector<double> g = got.values(), w = want.values(), s = scale.values();
+    std::size_t bad = 0, worst = 0;
+    double worst_ratio = 0;
+    for (std::size_t i = 0; i < g.size(); ++i) {
+        const double err = std::fabs(g[i] - w[i]);
+        const double tol = factor * s[i] + 1e-300;
+        if (!(err <= tol)) ++bad;
+        const double ratio = err / tol;
+        if (!(ratio <= worst_ratio)) { worst_ratio = ratio; worst = i; }
+    }
+    INFO(what << ": " << bad << " of " << g.size() << " elements out of tolerance; worst at " << worst << ": got "
+              << (g.empty() ? 0 : g[worst]) << ", want " << (w.empty() ? 0 : w[worst]) << ", err/tol " << worst_ratio);
+    CHECK(bad == 0);
+}
+
+std::string describe(const ConvConfig& c, Layout layout, DType dt) {
+    std::ostringstream os;
+    os << "row '" << c.name << "', " << (layout == Layout::NCX ? "NCX" : "NXC") << ", " << dtype_name(dt);
+    return os.str();
+}
+
+// Longest sum any element of the three computations has: CONV sums Ig·∏K products,
+// CONVT at most Og·∏K, CONV_BW N·∏Y.
+double reduction_length(const ConvGeometry& g) {
+    return static_cast<double>(std::max({g.R(), g.Og * g.kernel_numel(), g.N * g.out_numel(), std::int64_t{1}}));
+}
+
+// Tolerance factor (times Σ|products|) for a kernel computing in `dt`.
+double factor_for(DType dt, const ConvGeometry& g) {
+    const double n = reduction_length(g) + 2;
+    switch (dt) {
+        case DType::f64: return 1e-12;
+        case DType::f32: return n * dtype_epsilon(DType::f32);
+        // 16-bit: accumulate in f32, then one rounding of the result to the narrow type.
+        default: return dtype_epsilon(dt) + n * dtype_epsilon(DType::f32);
+    }
+}
+
+// The three kernels on one geometry vs the reference, for inputs exactly representable in dt.
+void check_against_reference(const ConvGeometry& g, DType dt, std::mt19937_64& rng, const std::string& what) {
+    const Tensor x = rounded(random_tensor(g.in_shape(), rng), dt);
+    const Tensor u = rounded(random_tensor(g.out_shape(), rng), dt);
+    const Tensor W = rounded(random_tensor(g.weight_shape(), rng), dt);
+    const Tensor ax = abs_tensor(x), au = abs_tensor(u), aW = abs_tensor(W);
+    const double f = factor_for(dt, g);
+
+    const Tensor y = conv_forward(x.to(dt), W.to(dt), g);
+    CHECK(y.dtype() == dt);
+    check_close(y.to(DType::f64), reference::conv_forward(x, W, g), reference::conv_forward(ax, aW, g), f,
+                what + " conv_forward");
+
+    const Tensor r = conv_transposed(u.to(dt), W.to(dt), g);
+    CHECK(r.dtype() == dt);
+    check_close(r.to(DType::f64), reference::conv_transposed(u, W, g), reference::conv_transposed(au, aW, g), f,
+                what + " conv_transposed");
+
+    const Tensor dW = conv_weight_grad(x.to(dt), u.to(dt), g);
+    CHECK(dW.dtype() == dt);
+    check_close(dW.to(DType::f64), reference::conv_weight_grad(x, u, g), reference::conv_weight_grad(ax, au, g), f,
+                what + " conv_weight_grad");
+}
+
+// ⟨CONV(x, W), u⟩ = ⟨x, CONVT(u, W)⟩ = ⟨W, CONV_BW(x, u)⟩, all three from the fast kernels.
+void check_adjoint(const ConvGeometry& g, DType dt, std::mt19937_64& rng, const std::string& what) {
+    const Tensor x = random_tensor(g.in_shape(), rng).to(dt);
+    const Tensor u = random_tensor(g.out_shape(), rng).to(dt);
+    const Tensor W = random_tensor(g.weight_shape(), rng).to(dt);
+    const double a = dot(conv_forward(x, W, g), u);
+    const double b = dot(x, conv_transposed(u, W, g));
+    const double c = dot(W, conv_weight_grad(x, u, g));
+    // Σ|products| of the whole triple sum, the same for all three bracketings.
+    const double scale = dot(reference::conv_forward(abs_tensor(x.to(DType::f64)), abs_tensor(W.to(DType::f64)), g),
+                             abs_tensor(u.to(DType::f64)));
+    const double tol = factor_for(dt, g) * scale + 1e-300;
+    INFO(what << " adjoint: <CONV(x),u> = " << a << ", <x,CONVT(u)> = " << b << ", <W,CONV_BW(x,u)> = " << c
+              << ", scale " << scale << ", tol " << tol);
+    CHECK(std::fabs(a - b) <= tol);
+    CHECK(std::fabs(a - c) <= tol);
+    CHECK(std::fabs(b - c) <= tol);
+    // The identity is not vacuous: the sums are not all (near) zero.
+    CHECK(scale > 0);
+}
+
+}  // namespace
+
+TEST_CASE("conv kernels match the direct-loop reference on every table row", "[kernels]") {
+    std::mt19937_64 rng(20240611);
+    for (const ConvConfig& c : conv_table()) {
+        const WorkspaceGuard ws(c.budget);
+        for (Layout layout : {Layout::NCX, Layout::NXC}) {
+            for (DType dt : {DType::f64, DType::f32}) {
+                check_against_reference(forward_geometry(c, layout), dt, rng, describe(c, layout, dt) + " forward_geometry");
+                check_against_reference(transposed_geometry(c, layout), dt, rng,
+                                        describe(c, layout, dt) + " transposed_geometry");
+            }
+        }
+    }
+    CHECK(conv_workspace_bytes() == (std::int64_t{64} << 20));
+}
+
+TEST_CASE("conv kernels satisfy the adjoint identities on every table row", "[kernels]") {
+    std::mt19937_64 rng(7);
+    for (const ConvConfig& c : conv_table()) {
+        const WorkspaceGuard ws(c.budget);
+        for (Layout layout : {Layout::NCX, Layout::NXC})
+            for (DType dt : {DType::f64, DType::f32}) {
+                check_adjoint(forward_geometry(c, layout), dt, rng, describe(c, layout, dt) + " forward_geometry");
+                check_adjoint(transposed_geometry(c, layout), dt, rng, describe(c, layout, dt) + " transposed_geometry");
+            }
+    }
+}
+
+TEST_CASE("f16 and bf16 kernels match the f64 result within epsilon-scaled tolerances", "[kernels]") {
+    std::mt19937_64 rng(1234);
+    for (const ConvConfig& c : conv_table()) {
+        const WorkspaceGuard ws(c.budget);
+        for (Layout layout : {Layout::NCX, Layout::NXC})
+            for (DType dt : {DType::f16, DType::bf16}) {
+                check_against_reference(forward_geometry(c, layout), dt, rng, describe(c, layout, dt) + " forward_geometry");
+                check_against_reference(transposed_geometry(c, layout), dt, rng,
+                                        describe(c, layout, dt) + " transposed_geometry");
+            }
+    }
+}
+
+TEST_CASE("the f64 tolerance is tight enough to see a 1e-9 relative error", "[kernels]") {
+    // Guards the checks above against a tolerance so loose that they cannot fail: perturbing
+    // the f64 weight by a relative 1e-9 must already break the f64 comparison.
+    std::mt19937_64 rng(99);
+    const ConvConfig& c = conv_table().front();
+    const ConvGeometry g = forward_geometry(c, Layout::NCX);
+    const Tensor x = random_tensor(g.in_shape(), rng), W = random_tensor(g.weight_shape(), rng);
+    std::vector<double> wv = W.values();
+    wv[0] *= 1 + 1e-9;
+    const Tensor y = conv_forward(x, Tensor::from(W.shape(), wv), g);
+    const std::vector<double> got = y.values(), want = reference::conv_forward(x, W, g).values(),
+                              scale = reference::conv_forward(abs_tensor(x), abs_tensor(W), g).values();
+    bool any_out = false;
+    for (std::size_t i = 0; i < got.size(); ++i) any_out |= std::fabs(got[i] - want[i]) > factor_for(DType::f64, g) * scale[i];
+    CHECK(any_out);
+}
+
+TEST_CASE("conv kernels with N = 0 give empty results of the right shape", "[kernels]") {
+    std::mt19937_64 rng(5);
+    for (ConvConfig c : conv_table()) {
+        c.N = 0;
+        for (Layout layout : {Layout::NCX, Layout::NXC})
+            for (DType dt : {DType::f64, DType::f32, DType::f16, DType::bf16})
+                for (const ConvGeometry& g : {forward_geometry(c, layout), transposed_geometry(c, layout)}) {
+                    INFO(describe(c, layout, dt));
+                    const Tensor x = Tensor::zeros(g.in_shape(), dt), u = Tensor::zeros(g.out_shape(), dt);
+                    const Tensor W = random_tensor(g.weight_shape(), rng).to(dt);
+                    const Tensor y = conv_forward(x, W, g);
+                    CHECK(y.shape() == g.out_shape());
+                    CHECK(y.numel() == 0);
+                    CHECK(y.dtype() == dt);
+                    const Tensor r = conv_transposed(u, W, g);
+                    CHECK(r.shape() == g.in_shape());
+                    CHECK(r.numel() == 0);
+                    CHECK(r.dtype() == dt);
+                    // No images: the weight gradient is an all-zero sum, not an empty tensor.
+                    const Tensor dW = conv_weight_grad(x, u, g);
+                    CHECK(dW.shape() == g.weight_shape());
+                    CHECK(dW.dtype() == dt);
+                    const std::vector<double> v = dW.values();
+                    CHECK(std::all_of(v.begin(), v.end(), [](double e) { return e == 0.0; }));
+                }
+    }
+}
+
+TEST_CASE("conv kernels reject operands that do not fit the geometry", "[kernels]") {
+    const ConvConfig& c = conv_table().front();
+    const ConvGeometry g = forward_geometry(c, Layout::NCX);
+    const Tensor x = Tensor::zeros(g.in_shape(), DType::f64), W = Tensor::zeros(g.weight_shape(), DType::f64);
+    const Tensor u = Tensor::zeros(g.out_shape(), DType::f64);
+    Shape bad = g.in_shape();
+    bad.back() += 1;
+    try {
+        conv_forward(Tensor::zeros(bad, DType::f64), W, g);
+        FAIL("conv_forward accepted a data tensor of the wrong shape");
+    } catch (const Error& e) {
+        CHECK(e.key() == "data");
+    }
+    try {
+        conv_transposed(u, Tensor::zeros({1, 1, 1, 1}, DType::f64), g);
+        FAIL("conv_transposed accepted a filter of the wrong shape");
+    } catch (const Error& e) {
+        CHECK(e.key() == "filter");
+    }
+    try {
+        conv_weight_grad(x, x, g);
+        FAIL("conv_weight_grad accepted a grad_output of the wrong shape");
+    } catch (const Error& e) {
+        CHECK(e.key() == "grad_output");
+    }
+    CHECK_THROWS_AS(conv_forward(x, W.to(DType::f32), g), Error);  // mixed dtypes
+    CHECK_THROWS_AS(set_conv_workspace_bytes(0), Error);
+}
