@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/blas.hpp"
+#include "ops/conv_direct.hpp"
 #include "ops/im2col.hpp"
 
 #include <omp.h>
@@ -180,6 +181,14 @@ void group_step(const Step<T>& s, const ColTile& tile, std::int64_t grp, T* col,
 //   WeightGrad: x, o inputs, w = weight output (accumulated)
 template <class T>
 void run_kernel(Kind kind, const ConvGeometry& g, T* x, T* o, T* w) {
+    if (g.Ig == 1 && g.Og == 1) {  // depthwise: no GEMM worth the name (conv_direct.hpp)
+        switch (kind) {
+            case Kind::Forward: depthwise_forward<T>(g, x, w, o); break;
+            case Kind::Transposed: depthwise_transposed<T>(g, o, w, x); break;
+            case Kind::WeightGrad: depthwise_weight_grad<T>(g, x, o, w); break;
+        }
+        return;
+    }
     const std::int64_t P = g.out_numel(), R = g.R(), Og = g.Og, G = g.G;
     const bool nxc = g.layout == Layout::NXC;
     const int nt = num_threads();
