@@ -1,5 +1,7 @@
 // Element types and the 16-bit float conversions.
 #pragma once
+#include <cfloat>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -85,5 +87,26 @@ inline float bf16_to_f32(std::uint16_t b) {
     std::memcpy(&f, &x, 4);
     return f;
 }
+
+// double -> float rounded to odd (truncate toward zero, set the last bit when inexact).
+// Rounding that float again to a type with at least two fewer significand bits (f16, bf16)
+// equals one direct rounding of the double; plain (float)x would round twice and turn a
+// double just above an f16 tie into the tie itself.
+inline float f64_to_f32_round_odd(double v) {
+    if (std::isnan(v)) return static_cast<float>(v);
+    if (std::fabs(v) > FLT_MAX) return v < 0 ? -FLT_MAX : FLT_MAX;  // odd already; rounds on to Inf
+    float f = static_cast<float>(v);
+    if (static_cast<double>(f) != v) {
+        std::uint32_t bits;
+        std::memcpy(&bits, &f, 4);
+        if (std::fabs(static_cast<double>(f)) > std::fabs(v)) --bits;  // toward zero
+        bits |= 1u;                                                      // sticky: inexact
+        std::memcpy(&f, &bits, 4);
+    }
+    return f;
+}
+
+inline std::uint16_t f64_to_f16(double v) { return f32_to_f16(f64_to_f32_round_odd(v)); }
+inline std::uint16_t f64_to_bf16(double v) { return f32_to_bf16(f64_to_f32_round_odd(v)); }
 
 }  // namespace tg

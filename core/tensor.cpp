@@ -82,8 +82,8 @@ void store(DType t, std::byte* p, double v) {
     switch (t) {
         case DType::f64: std::memcpy(p, &v, 8); break;
         case DType::f32: { float f = static_cast<float>(v); std::memcpy(p, &f, 4); break; }
-        case DType::f16: { std::uint16_t h = f32_to_f16(static_cast<float>(v)); std::memcpy(p, &h, 2); break; }
-        case DType::bf16: { std::uint16_t h = f32_to_bf16(static_cast<float>(v)); std::memcpy(p, &h, 2); break; }
+        case DType::f16: { std::uint16_t h = f64_to_f16(v); std::memcpy(p, &h, 2); break; }
+        case DType::bf16: { std::uint16_t h = f64_to_bf16(v); std::memcpy(p, &h, 2); break; }
         case DType::i32: { std::int32_t i = static_cast<std::int32_t>(v); std::memcpy(p, &i, 4); break; }
         case DType::i64: { std::int64_t i = static_cast<std::int64_t>(v); std::memcpy(p, &i, 8); break; }
     }
@@ -201,28 +201,7 @@ Tensor Tensor::to(DType dtype) const {
     const std::byte* s = static_cast<const std::byte*>(src.raw_data());
     std::byte* d = out.storage_->bytes.get();
     const std::size_t ss = dtype_size(dtype_), ds = dtype_size(dtype);
-    // float -> f16/bf16 must round once from the source value: go through float only when
-    // the source is f32 or narrower (double -> float -> f16 could double-round, so f64 -> f16
-    // rounds the double directly to f32 first, which is exact enough only if we re-round
-    // carefully; see round_f64_to_16 below).
-    if (dtype_ == DType::f64 && is_16bit(dtype)) {
-        const double* sp = reinterpret_cast<const double*>(s);
-        std::uint16_t* dp = reinterpret_cast<std::uint16_t*>(d);
-        for (std::int64_t i = 0; i < n; ++i) {
-            // Round to f32 toward zero (sticky bit kept) so the second rounding is correct.
-            const double v = sp[i];
-            float f = static_cast<float>(v);
-            if (std::isfinite(v) && static_cast<double>(f) != v) {
-                std::uint32_t bits;
-                std::memcpy(&bits, &f, 4);
-                if (std::fabs(static_cast<double>(f)) > std::fabs(v)) --bits;  // truncate toward zero
-                bits |= 1u;                                                      // sticky: inexact
-                std::memcpy(&f, &bits, 4);
-            }
-            dp[i] = dtype == DType::f16 ? f32_to_f16(f) : f32_to_bf16(f);
-        }
-        return out;
-    }
+    // store() rounds a double once, so f64 -> f16/bf16 is a single correct rounding.
     for (std::int64_t i = 0; i < n; ++i) store(dtype, d + i * ds, load(dtype_, s + i * ss));
     return out;
 }
