@@ -91,9 +91,16 @@ inline std::string shell_quote(const std::string& s) {
 // Runs `tapegrad <args...>` with stdout and stderr captured into files of `scratch`.
 inline CommandResult run_tapegrad(const std::vector<std::string>& args, const TempDir& scratch) {
     std::string cmd = shell_quote(TAPEGRAD_EXE);
-    for (const std::string& a : args) cmd += " " + shell_quote(a);
+    for (const std::string& a : args) {
+        cmd += ' ';
+        cmd += shell_quote(a);
+    }
     const std::string out = scratch / "stdout.txt", err = scratch / "stderr.txt";
-    cmd += " >" + shell_quote(out) + " 2>" + shell_quote(err);
+    // Appended piecewise: GCC 12 warns (-Wrestrict, a false positive) on "literal" + string&&.
+    cmd += " >";
+    cmd += shell_quote(out);
+    cmd += " 2>";
+    cmd += shell_quote(err);
     const int status = std::system(cmd.c_str());
     CommandResult r;
     r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
