@@ -1,0 +1,289 @@
+// Each op: the forward value from a raw kernel, then record() with the backward beside it.
+#include "autograd/ops.hpp"
+
+#include "ops/elementwise.hpp"
+#include "ops/matmul.hpp"
+#include "ops/reduce.hpp"
+#include "ops/shape_ops.hpp"
+
+namespace tg::ag {
+
+namespace {
+
+Variable none() { return Variable(); }
+
+// slice's adjoint: g written into zeros of `shape` at begin, begin+step, ... of `axis`.
+Variable slice_scatter(const Variable& a, const Shape& shape, int axis, std::int64_t begin, std::int64_t step) {
+    const std::int64_t m = a.shape()[static_cast<std::size_t>(axis)];
+    return record("slice_scatter", tg::slice_scatter(a.value(), shape, axis, begin, step), {a}, {},
+                  [axis, begin, m, step](const SavedContext&, const Variable& g) -> Grads {
+                      return {slice(g, axis, begin, begin + (m - 1) * step + 1, step)};
+                  });
+}
+
+std::int64_t count_of(const Shape& shape, const std::vector<int>& axes) {
+    std::int64_t n = 1;
+    for (int a : axes) n *= shape[static_cast<std::size_t>(a)];
+    return n;
+}
+
+void same_shape(const Variable& a, const Variable& b, const char* op, const char* an, const char* bn) {
+    if (a.shape() != b.shape())
+        fail("shape", op, ": ", an, " has shape ", shape_str(a.shape()), " but ", bn, " has shape ", shape_str(b.shape()));
+}
+
+}  // namespace
+
+// ---- element-wise arithmetic ----------------------------------------------------------
+
+Variable add(const Variable& a, const Variable& b) {
+    const Shape sa = a.shape(), sb = b.shape();
+    return record("add", binary_op(BinaryOp::Add, a.value(), b.value()), {a, b}, {},
+                  [sa, sb](const SavedContext&, const Variable& g) -> Grads { return {sum_to(g, sa), sum_to(g, sb)}; });
+}
+
+Variable sub(const Variable& a, const Variable& b) {
+    const Shape sa = a.shape(), sb = b.shape();
+    return record("sub", binary_op(BinaryOp::Sub, a.value(), b.value()), {a, b}, {},
+                  [sa, sb](const SavedContext& c, const Variable& g) -> Grads {
+                      return {sum_to(g, sa), c.needs_grad(1) ? sum_to(neg(g), sb) : none()};
+                  });
+}
+
+Variable mul(const Variable& a, const Variable& b) {
+    const Shape sa = a.shape(), sb = b.shape();
+    return record("mul", binary_op(BinaryOp::Mul, a.value(), b.value()), {a, b}, {.inputs = {0, 1}},
+                  [sa, sb](const SavedContext& c, const Variable& g) -> Grads {
+                      return {c.needs_grad(0) ? sum_to(mul(g, c.input(1)), sa) : none(),
+                              c.needs_grad(1) ? sum_to(mul(g, c.input(0)), sb) : none()};
+                  });
+}
+
+Variable div(const Variable& a, const Variable& b) {
+    const Shape sa = a.shape(), sb = b.shape();
+    return record("div", binary_op(BinaryOp::Div, a.value(), b.value()), {a, b}, {.inputs = {0, 1}},
+                  [sa, sb](const SavedContext& c, const Variable& g) -> Grads {
+                      const Variable b = c.input(1);
+                      const Variable q = div(g, b);  // ∂/∂a = g/b, ∂/∂b = −(g/b)·(a/b)
+                      return {sum_to(q, sa), c.needs_grad(1) ? sum_to(neg(mul(q, div(c.input(0), b))), sb) : none()};
+                  });
+}
+
+Variable neg(const Variable& a) {
+    return record("neg", unary_op(UnaryOp::Neg, a.value()), {a}, {},
+                  [](const SavedContext&, const Variable& g) -> Grads { return {neg(g)}; });
+}
+
+Variable affine(const Variable& a, double s, double shift) {
+    return record("affine", tg::affine(a.value(), s, shift), {a}, {},
+                  [s](const SavedContext&, const Variable& g) -> Grads { return {affine(g, s, 0)}; });
+}
+
+// ---- element-wise functions -----------------------------------------------------------
+
+Variable exp(const Variable& a) {
+    return record("exp", unary_op(UnaryOp::Exp, a.value()), {a}, {.inputs = {}, .output = true},
+                  [](const SavedContext& c, const Variable& g) -> Grads { return {mul(g, c.output())}; });
+}
+
+Variable log(const Variable& a) {
+    return record("log", unary_op(UnaryOp::Log, a.value()), {a}, {.inputs = {0}},
+                  [](const SavedContext& c, const Variable& g) -> Grads { return {div(g, c.input(0))}; });
+}
+
+// The slope mask is a constant: its own derivative is zero almost everywhere.
+Variable relu(const Variable& a) {
+    return record("relu", unary_op(UnaryOp::Relu, a.value()), {a}, {.inputs = {0}},
+                  [](const SavedContext& c, const Variable& g) -> Grads {
+                      return {mul(g, constant(unary_op(UnaryOp::Step, c.input(0).value(), 0)))};
+                  });
+}
+
+Variable leaky_relu(const Variable& a, double slope) {
+    return record("leaky_relu", unary_op(UnaryOp::LeakyRelu, a.value(), slope), {a}, {.inputs = {0}},
+                  [slope](const SavedContext& c, const Variable& g) -> Grads {
+                      return {mul(g, constant(unary_op(UnaryOp::Step, c.input(0).value(), slope)))};
+                  });
+}
+
+Variable sigmoid(const Variable& a) {
+    return record("sigmoid", unary_op(UnaryOp::Sigmoid, a.value()), {a}, {.inputs = {}, .output = true},
+                  [](const SavedContext& c, const Variable& g) -> Grads {
+                      const Variable y = c.output();  // σ' = σ(1 − σ)
+                      return {mul(g, mul(y, affine(y, -1, 1)))};
+                  });
+}
+
+Variable tanh(const Variable& a) {
+    return record("tanh", unary_op(UnaryOp::Tanh, a.value()), {a}, {.inputs = {}, .output = true},
+                  [](const SavedContext& c, const Variable& g) -> Grads {
+                      const Variable y = c.output();  // tanh' = 1 − tanh²
+                      return {mul(g, affine(mul(y, y), -1, 1))};
+                  });
+}
+
+Variable softplus(const Variable& a) {
+    return record("softplus", unary_op(UnaryOp::Softplus, a.value()), {a}, {.inputs = {0}},
+                  [](const SavedContext& c, const Variable& g) -> Grads { return {mul(g, sigmoid(c.input(0)))}; });
+}
+
+// ---- shapes ---------------------------------------------------------------------------
+
+Variable reshape(const Variable& a, const Shape& shape) {
+    const Shape in = a.shape();
+    if (shape == in) return a;
+    return record("reshape", a.value().reshape(shape), {a}, {},
+                  [in](const SavedContext&, const Variable& g) -> Grads { return {reshape(g, in)}; });
+}
+
+Variable permute(const Variable& a, const std::vector<int>& axes) {
+    Tensor y = a.value().permute(axes);  // validates the permutation
+    std::vector<int> inv(axes.size());
+    for (std::size_t i = 0; i < axes.size(); ++i) inv[static_cast<std::size_t>(axes[i])] = static_cast<int>(i);
+    return record("permute", std::move(y), {a}, {},
+                  [inv](const SavedContext&, const Variable& g) -> Grads { return {permute(g, inv)}; });
+}
+
+Variable transpose(const Variable& a) {
+    if (a.ndim() != 2) fail("shape", "transpose: needs a matrix, got shape ", shape_str(a.shape()));
+    return permute(a, {1, 0});
+}
+
+Variable slice(const Variable& a, int axis, std::int64_t begin, std::int64_t end, std::int64_t step) {
+    const int nd = a.ndim();
+    const int ax = axis < 0 ? axis + nd : axis;
+    Tensor y = a.value().slice(ax, begin, end, step);  // validates the range
+    const Shape in = a.shape();
+    return record("slice", std::move(y), {a}, {}, [in, ax, begin, step](const SavedContext&, const Variable& g) -> Grads {
+        return {slice_scatter(g, in, ax, begin, step)};
+    });
+}
+
+Variable concat(const std::vector<Variable>& parts, int axis) {
+    std::vector<Tensor> values;
+    for (const Variable& p : parts) {
+        if (!p.defined()) fail("inputs", "concat: a part is undefined");
+        values.push_back(p.value());
+    }
+    Tensor y = tg::concat(values, axis);
+    const int ax = axis < 0 ? axis + y.ndim() : axis;
+    std::vector<std::int64_t> sizes;
+    for (const Tensor& v : values) sizes.push_back(v.shape()[static_cast<std::size_t>(ax)]);
+    return record("concat", std::move(y), parts, {}, [ax, sizes](const SavedContext&, const Variable& g) -> Grads {
+        Grads out;
+        std::int64_t at = 0;
+        for (std::int64_t s : sizes) {
+            out.push_back(slice(g, ax, at, at + s));
+            at += s;
+        }
+        return out;
+    });
+}
+
+Variable broadcast_to(const Variable& a, const Shape& shape) {
+    const Shape in = a.shape();
+    if (shape == in) return a;
+    return record("broadcast_to", tg::broadcast_to(a.value(), shape), {a}, {},
+                  [in](const SavedContext&, const Variable& g) -> Grads { return {sum_to(g, in)}; });
+}
+
+Variable sum_to(const Variable& a, const Shape& shape) {
+    const Shape in = a.shape();
+    if (shape == in) return a;
+    return record("sum_to", tg::sum_to(a.value(), shape), {a}, {},
+                  [in](const SavedContext&, const Variable& g) -> Grads { return {broadcast_to(g, in)}; });
+}
+
+// ---- reductions -----------------------------------------------------------------------
+
+Variable sum(const Variable& a, const std::vector<int>& axes, bool keepdim) {
+    const Shape in = a.shape();
+    const std::vector<int> ax = normalize_axes(axes, a.ndim(), "sum");
+    Shape kept = in;
+    for (int x : ax) kept[static_cast<std::size_t>(x)] = 1;
+    return record("sum", reduce_sum(a.value(), ax, keepdim), {a}, {},
+                  [in, kept](const SavedContext&, const Variable& g) -> Grads {
+                      return {broadcast_to(reshape(g, kept), in)};
+                  });
+}
+
+Variable mean(const Variable& a, const std::vector<int>& axes, bool keepdim) {
+    const std::vector<int> ax = normalize_axes(axes, a.ndim(), "mean");
+    return affine(sum(a, ax, keepdim), 1.0 / static_cast<double>(count_of(a.shape(), ax)), 0);
+}
+
+Variable softmax(const Variable& a, int axis) {
+    return record("softmax", tg::softmax(a.value(), axis), {a}, {.inputs = {}, .output = true},
+                  [axis](const SavedContext& c, const Variable& g) -> Grads {
+                      const Variable y = c.output();  // y·(g − Σ g·y)
+                      return {mul(y, sub(g, sum(mul(g, y), {axis}, true)))};
+                  });
+}
+
+Variable log_softmax(const Variable& a, int axis) {
+    return record("log_softmax", tg::log_softmax(a.value(), axis), {a}, {.inputs = {}, .output = true},
+                  [axis](const SavedContext& c, const Variable& g) -> Grads {
+                      return {sub(g, mul(exp(c.output()), sum(g, {axis}, true)))};  // g − softmax·Σg
+                  });
+}
+
+// ---- matmul ---------------------------------------------------------------------------
+
+Variable matmul(const Variable& a, const Variable& b) {
+    return record("matmul", tg::matmul(a.value(), b.value()), {a, b}, {.inputs = {0, 1}},
+                  [](const SavedContext& c, const Variable& g) -> Grads {
+                      return {c.needs_grad(0) ? matmul(g, transpose(c.input(1))) : none(),
+                              c.needs_grad(1) ? matmul(transpose(c.input(0)), g) : none()};
+                  });
+}
+
+// ---- losses (compositions: their gradients come from the ops above) ------------------
+
+Variable mse_loss(const Variable& pred, const Variable& target) {
+    same_shape(pred, target, "mse_loss", "pred", "target");
+    const Variable d = sub(pred, target);
+    return mean(mul(d, d));
+}
+
+Variable cross_entropy(const Variable& logits, const Variable& labels) {
+    const Shape& ls = logits.shape();
+    if (logits.ndim() < 2) fail("logits", "cross_entropy: logits must be [N, C, ...], got ", shape_str(ls));
+    Shape want{ls[0]};
+    want.insert(want.end(), ls.begin() + 2, ls.end());
+    if (labels.shape() != want)
+        fail("labels", "cross_entropy: labels have shape ", shape_str(labels.shape()), ", logits ", shape_str(ls),
+             " need labels of shape ", shape_str(want));
+    if (labels.dtype() != DType::i32 && labels.dtype() != DType::i64)
+        fail("labels", "cross_entropy: labels must be i32 or i64 class indices, got ", dtype_name(labels.dtype()));
+    const std::int64_t N = ls[0], C = ls[1], P = N == 0 ? 0 : labels.numel() / N;
+    const std::vector<double> lab = labels.value().values();
+    std::vector<double> onehot(static_cast<std::size_t>(logits.numel()), 0.0);
+    for (std::int64_t n = 0; n < N; ++n)
+        for (std::int64_t p = 0; p < P; ++p) {
+            const double v = lab[static_cast<std::size_t>(n * P + p)];
+            if (v < 0 || v >= static_cast<double>(C))
+                fail("labels", "cross_entropy: label ", n * P + p, " is ", v, ", outside [0, ", C, ")");
+            onehot[static_cast<std::size_t>((n * C + static_cast<std::int64_t>(v)) * P + p)] = 1.0;
+        }
+    const Variable t = constant(Tensor::from(ls, onehot, logits.dtype()));
+    return affine(sum(mul(log_softmax(logits, 1), t)), -1.0 / static_cast<double>(N * P), 0);
+}
+
+Variable bce_with_logits(const Variable& logits, const Variable& target) {
+    same_shape(logits, target, "bce_with_logits", "logits", "target");
+    return mean(sub(softplus(logits), mul(logits, target)));
+}
+
+Variable add_channel_bias(const Variable& y, const Variable& b, Layout layout) {
+    if (y.ndim() < 2) fail("shape", "add_channel_bias: the result must be [N, C, ...] or [N, ..., C], got ", shape_str(y.shape()));
+    const std::size_t caxis = layout == Layout::NCX ? 1 : y.shape().size() - 1;
+    const std::int64_t C = y.shape()[caxis];
+    if (b.shape() != Shape{C})
+        fail("bias", "add_channel_bias: bias has shape ", shape_str(b.shape()), ", the result ", shape_str(y.shape()),
+             " has ", C, " channels");
+    Shape bs(y.shape().size(), 1);
+    bs[caxis] = C;
+    return add(y, reshape(b, bs));
+}
+
+}  // namespace tg::ag

@@ -1,0 +1,190 @@
+#include "ops/elementwise.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <type_traits>
+
+namespace tg {
+
+namespace {
+
+DType compute_type(DType t) { return t == DType::f64 ? DType::f64 : DType::f32; }
+
+void need_float(const Tensor& t, const char* op) {
+    if (!t.defined()) fail("input", op, ": input is undefined");
+    if (!is_float(t.dtype())) fail("dtype", op, ": needs a float tensor, got ", dtype_name(t.dtype()));
+}
+
+// Element strides of a contiguous tensor of shape `s` read as shape `out` (right-aligned,
+// stride 0 on the axes it is broadcast along).
+Shape broadcast_strides(const Shape& s, const Shape& out) {
+    Shape st(out.size(), 0);
+    const Shape cs = contiguous_strides(s);
+    const std::size_t off = out.size() - s.size();
+    for (std::size_t i = 0; i < s.size(); ++i) st[off + i] = s[i] == 1 ? 0 : cs[i];
+    return st;
+}
+
+// Calls f(k, ia, ib) for every output element k in C order, with the matching element
+// offsets of two broadcast operands.
+template <class F>
+void for_each_broadcast(const Shape& out, const Shape& sa, const Shape& sb, F&& f) {
+    const std::int64_t n = shape_numel(out);
+    const int nd = static_cast<int>(out.size());
+    std::vector<std::int64_t> idx(static_cast<std::size_t>(nd), 0);
+    std::int64_t ia = 0, ib = 0;
+    for (std::int64_t k = 0; k < n; ++k) {
+        f(k, ia, ib);
+        for (int a = nd - 1; a >= 0; --a) {
+            ia += sa[a];
+            ib += sb[a];
+            if (++idx[a] < out[a]) break;
+            ia -= sa[a] * out[a];
+            ib -= sb[a] * out[a];
+            idx[a] = 0;
+        }
+    }
+}
+
+template <class T>
+T apply_binary(BinaryOp op, T a, T b) {
+    switch (op) {
+        case BinaryOp::Add: return a + b;
+        case BinaryOp::Sub: return a - b;
+        case BinaryOp::Mul: return a * b;
+        case BinaryOp::Div: return a / b;
+    }
+    return T(0);
+}
+
+template <class T>
+T apply_unary(UnaryOp op, T x, T p) {
+    switch (op) {
+        case UnaryOp::Neg: return -x;
+        case UnaryOp::Exp: return std::exp(x);
+        case UnaryOp::Log: return std::log(x);
+        case UnaryOp::Relu: return x > T(0) ? x : T(0);
+        case UnaryOp::LeakyRelu: return x > T(0) ? x : p * x;
+        case UnaryOp::Sigmoid:  // never exponentiates a positive number
+            if (x >= T(0)) return T(1) / (T(1) + std::exp(-x));
+            else { const T e = std::exp(x); return e / (T(1) + e); }
+        case UnaryOp::Tanh: return std::tanh(x);
+        case UnaryOp::Softplus: return (x > T(0) ? x : T(0)) + std::log1p(std::exp(-std::fabs(x)));
+        case UnaryOp::Step: return x > T(0) ? T(1) : p;
+        case UnaryOp::Abs: return std::fabs(x);
+    }
+    return T(0);
+}
+
+const char* binary_name(BinaryOp op) {
+    switch (op) {
+        case BinaryOp::Add: return "add";
+        case BinaryOp::Sub: return "sub";
+        case BinaryOp::Mul: return "mul";
+        case BinaryOp::Div: return "div";
+    }
+    return "?";
+}
+
+}  // namespace
+
+Shape broadcast_shapes(const Shape& a, const Shape& b, const std::string& op) {
+    const std::size_t n = std::max(a.size(), b.size());
+    Shape out(n);
+    for (std::size_t i = 0; i < n; ++i) {
+        const std::int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
+        const std::int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
+        if (da != db && da != 1 && db != 1)
+            fail("shape", op, ": shapes ", shape_str(a), " and ", shape_str(b), " do not broadcast (axis ", i,
+                 " of the result: ", da, " vs ", db, ")");
+        out[i] = da == 1 ? db : da;
+    }
+    return out;
+}
+
+Tensor binary_op(BinaryOp op, const Tensor& a, const Tensor& b) {
+    const char* name = binary_name(op);
+    need_float(a, name);
+    need_float(b, name);
+    if (a.dtype() != b.dtype())
+        fail("dtype", name, ": operand dtypes differ (", dtype_name(a.dtype()), " ", shape_str(a.shape()), " and ",
+             dtype_name(b.dtype()), " ", shape_str(b.shape()), ")");
+    const Shape out_shape = broadcast_shapes(a.shape(), b.shape(), name);
+    const DType ct = compute_type(a.dtype());
+    const Tensor A = a.to(ct).contiguous(), B = b.to(ct).contiguous();
+    Tensor out = Tensor::empty(out_shape, ct);
+    auto run = [&](auto* tag) {
+        using T = std::remove_pointer_t<decltype(tag)>;
+        const T* pa = A.data<T>();
+        const T* pb = B.data<T>();
+        T* po = out.data<T>();
+        const std::int64_t n = out.numel();
+        if (a.shape() == b.shape()) {
+            for (std::int64_t k = 0; k < n; ++k) po[k] = apply_binary(op, pa[k], pb[k]);
+        } else if (B.numel() == 1) {
+            const T s = pb[0];
+            for (std::int64_t k = 0; k < n; ++k) po[k] = apply_binary(op, pa[k], s);  // the result has a's element count
+        } else {
+            for_each_broadcast(out_shape, broadcast_strides(a.shape(), out_shape), broadcast_strides(b.shape(), out_shape),
+                               [&](std::int64_t k, std::int64_t ia, std::int64_t ib) { po[k] = apply_binary(op, pa[ia], pb[ib]); });
+        }
+    };
+    if (ct == DType::f64) run(static_cast<double*>(nullptr));
+    else run(static_cast<float*>(nullptr));
+    return out.to(a.dtype());
+}
+
+Tensor unary_op(UnaryOp op, const Tensor& x, double param) {
+    need_float(x, "unary op");
+    const DType ct = compute_type(x.dtype());
+    const Tensor X = x.to(ct).contiguous();
+    Tensor out = Tensor::empty(x.shape(), ct);
+    auto run = [&](auto* tag) {
+        using T = std::remove_pointer_t<decltype(tag)>;
+        const T* px = X.data<T>();
+        T* po = out.data<T>();
+        const T p = static_cast<T>(param);
+        const std::int64_t n = out.numel();
+        for (std::int64_t k = 0; k < n; ++k) po[k] = apply_unary(op, px[k], p);
+    };
+    if (ct == DType::f64) run(static_cast<double*>(nullptr));
+    else run(static_cast<float*>(nullptr));
+    return out.to(x.dtype());
+}
+
+Tensor affine(const Tensor& x, double scale, double shift) {
+    need_float(x, "affine");
+    const DType ct = compute_type(x.dtype());
+    const Tensor X = x.to(ct).contiguous();
+    Tensor out = Tensor::empty(x.shape(), ct);
+    auto run = [&](auto* tag) {
+        using T = std::remove_pointer_t<decltype(tag)>;
+        const T* px = X.data<T>();
+        T* po = out.data<T>();
+        const T s = static_cast<T>(scale), b = static_cast<T>(shift);
+        const std::int64_t n = out.numel();
+        for (std::int64_t k = 0; k < n; ++k) po[k] = px[k] * s + b;
+    };
+    if (ct == DType::f64) run(static_cast<double*>(nullptr));
+    else run(static_cast<float*>(nullptr));
+    return out.to(x.dtype());
+}
+
+Tensor broadcast_to(const Tensor& x, const Shape& shape) {
+    if (!x.defined()) fail("input", "broadcast_to: input is undefined");
+    if (broadcast_shapes(x.shape(), shape, "broadcast_to") != shape || x.ndim() > static_cast<int>(shape.size()))
+        fail("shape", "broadcast_to: cannot broadcast ", shape_str(x.shape()), " to ", shape_str(shape));
+    const Tensor X = x.contiguous();
+    Tensor out = Tensor::empty(shape, x.dtype());
+    const std::size_t es = dtype_size(x.dtype());
+    const std::byte* px = static_cast<const std::byte*>(X.raw_data());
+    std::byte* po = static_cast<std::byte*>(out.raw_data());
+    const Shape zero(shape.size(), 0);
+    for_each_broadcast(shape, broadcast_strides(x.shape(), shape), zero, [&](std::int64_t k, std::int64_t ia, std::int64_t) {
+        std::memcpy(po + k * static_cast<std::int64_t>(es), px + ia * static_cast<std::int64_t>(es), es);
+    });
+    return out;
+}
+
+}  // namespace tg

@@ -1,0 +1,33 @@
+#include "ops/matmul.hpp"
+
+#include <type_traits>
+
+#include "core/blas.hpp"
+
+namespace tg {
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+    if (!a.defined() || !b.defined()) fail("input", "matmul: operand is undefined");
+    if (a.ndim() != 2 || b.ndim() != 2 || a.shape()[1] != b.shape()[0])
+        fail("shape", "matmul: shapes ", shape_str(a.shape()), " and ", shape_str(b.shape()),
+             " are not [M, K] and [K, N]");
+    if (a.dtype() != b.dtype() || !is_float(a.dtype()))
+        fail("dtype", "matmul: operands must share one float dtype, got ", dtype_name(a.dtype()), " and ",
+             dtype_name(b.dtype()));
+    const std::int64_t M = a.shape()[0], K = a.shape()[1], N = b.shape()[1];
+    const DType ct = a.dtype() == DType::f64 ? DType::f64 : DType::f32;
+    const Tensor A = a.to(ct).contiguous(), B = b.to(ct).contiguous();
+    Tensor C = Tensor::zeros({M, N}, ct);
+    if (M > 0 && N > 0 && K > 0) {
+        auto run = [&](auto* tag) {
+            using T = std::remove_pointer_t<decltype(tag)>;
+            // C[M×N] = A[M×K] · B[K×N]
+            gemm<T>(false, false, M, N, K, T(1), A.data<T>(), K, B.data<T>(), N, T(0), C.data<T>(), N);
+        };
+        if (ct == DType::f64) run(static_cast<double*>(nullptr));
+        else run(static_cast<float*>(nullptr));
+    }
+    return C.to(a.dtype());
+}
+
+}  // namespace tg

@@ -1,0 +1,11 @@
+// Matrix product for the autograd ops, on tg::gemm.
+#pragma once
+#include "core/tensor.hpp"
+
+namespace tg {
+
+// [M, K] · [K, N] -> [M, N]; f16/bf16 are widened to f32 and rounded once. The error names
+// both shapes.
+Tensor matmul(const Tensor& a, const Tensor& b);
+
+}  // namespace tg
