@@ -62,8 +62,9 @@ void gemm_impl(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K,
 #ifdef _OPENMP
     in_team = omp_in_parallel();
 #endif
-    // Outside a team and big enough: split the larger of M and N between the threads.
-    if (nt == 1 || in_team || static_cast<double>(M) * N * K < 4.0e6) {
+    // Outside a team and worth a team (~1 ms of work, as in the conv kernels): split the
+    // larger of M and N between the threads.
+    if (nt == 1 || in_team || static_cast<double>(M) * N * K < 2.5e7) {
         blas_call(ta, tb, m, n, k, alpha, A, la, B, lb, beta, C, lc);
         return;
     }

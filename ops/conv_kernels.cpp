@@ -91,6 +91,9 @@ struct OSide {
 
 enum class Kind { Forward, Transposed, WeightGrad };
 
+// The least GEMM work (flops) of one group step that is worth a team of threads.
+constexpr double kTeamMinFlops = 5.0e7;
+
 // [lo, hi) of part t of T equal parts of n.
 inline std::int64_t part(std::int64_t n, int t, int T) { return n * t / T; }
 
@@ -212,7 +215,11 @@ void run_kernel(Kind kind, const ConvGeometry& g, T* x, T* o, T* w) {
     const Step<T> s{kind, g, os, x, o, wm};
     for (const Tile& tl : tiles) {
         const ColTile tile{tl.n0, tl.nb, tl.p0, tl.p1};
-        if (nt == 1) {
+        // A team costs a fork, barriers and a join; on a busy machine a descheduled thread
+        // stalls its team. Below ~1 ms of single-core work the work runs on one thread.
+        const double flops = 2.0 * static_cast<double>(Og) * static_cast<double>(R) * static_cast<double>(tile.cols()) *
+                             static_cast<double>(by_group ? G : 1);
+        if (nt == 1 || flops < kTeamMinFlops) {
             for (std::int64_t grp = 0; grp < G; ++grp) group_step(s, tile, grp, col.data(), stage.data(), 0, 1);
         } else if (by_group) {
 #pragma omp parallel for num_threads(nt) schedule(static)

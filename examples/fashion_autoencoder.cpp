@@ -1,0 +1,156 @@
+// The flagship example: a convolutional autoencoder trained on Fashion-MNIST.
+// The encoder downsamples with strided convolutions; the decoder upsamples with transposed
+// convolutions (ConvTranspose, k3 s2 p1 output_padding 1: 7 -> 14 -> 28), the op family
+// tapegrad is built around. It prints progress while it trains and writes a PNG with test
+// images (top rows) and their reconstructions (bottom rows).
+//
+//   fashion_autoencoder [--data DIR] [--epochs E] [--batch B] [--limit N] [--out PNG] [--ckpt DIR]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <string>
+
+#include "autograd/ops.hpp"
+#include "nn/checkpoint.hpp"
+#include "nn/idx.hpp"
+#include "nn/image.hpp"
+#include "nn/module.hpp"
+#include "nn/optim.hpp"
+
+using namespace tg;
+
+namespace {
+
+struct Args {
+    std::string data = "/usr/share/datasets/fashion-mnist";
+    int epochs = 2, batch = 64;
+    std::int64_t limit = 0;  // use only the first `limit` training images (0: all)
+    std::string out = "fashion_autoencoder.png", ckpt = "fashion_autoencoder.ckpt";
+};
+
+Args parse(int argc, char** argv) {
+    Args a;
+    for (int i = 1; i < argc; ++i) {
+        const std::string k = argv[i];
+        if (i + 1 >= argc) fail(k, "option ", k, " needs a value");
+        const std::string v = argv[++i];
+        if (k == "--data") a.data = v;
+        else if (k == "--epochs") a.epochs = std::stoi(v);
+        else if (k == "--batch") a.batch = std::stoi(v);
+        else if (k == "--limit") a.limit = std::stoll(v);
+        else if (k == "--out") a.out = v;
+        else if (k == "--ckpt") a.ckpt = v;
+        else fail(k, "unknown option ", k);
+    }
+    if (a.epochs < 1 || a.batch < 1) fail("epochs", "--epochs and --batch must be >= 1");
+    return a;
+}
+
+// Rows `idx` of images [N, 28, 28] as a batch [B, 1, 28, 28].
+Tensor gather(const Tensor& images, const std::vector<std::int64_t>& idx, std::size_t from, std::size_t count) {
+    const std::int64_t px = images.shape()[1] * images.shape()[2];
+    Tensor b = Tensor::empty({static_cast<std::int64_t>(count), 1, images.shape()[1], images.shape()[2]}, DType::f32);
+    for (std::size_t i = 0; i < count; ++i)
+        std::memcpy(b.data<float>() + static_cast<std::int64_t>(i) * px, images.data<float>() + idx[from + i] * px,
+                    static_cast<std::size_t>(px) * sizeof(float));
+    return b;
+}
+
+struct AutoEncoder : nn::Module {
+    std::shared_ptr<nn::Sequential> encoder, decoder;
+    AutoEncoder() {
+        nn::ConvOptions down{.kernel = {3, 3}, .stride = {2}, .padding = {1}};
+        nn::ConvOptions up{.kernel = {3, 3}, .stride = {2}, .padding = {1}, .output_padding = {1}};
+        encoder = register_module("encoder", std::make_shared<nn::Sequential>());
+        encoder->add(std::make_shared<nn::Conv>(1, 16, down))     // 28 -> 14
+            .add(std::make_shared<nn::ReLU>())
+            .add(std::make_shared<nn::Conv>(16, 32, down))        // 14 -> 7
+            .add(std::make_shared<nn::ReLU>())
+            .add(std::make_shared<nn::Flatten>())
+            .add(std::make_shared<nn::Linear>(32 * 7 * 7, 32));   // the code
+        decoder = register_module("decoder", std::make_shared<nn::Sequential>());
+        decoder->add(std::make_shared<nn::Linear>(32, 32 * 7 * 7))
+            .add(std::make_shared<nn::ReLU>())
+            .add(std::make_shared<nn::Unflatten>(Shape{32, 7, 7}))
+            .add(std::make_shared<nn::ConvTranspose>(32, 16, up))  // 7 -> 14
+            .add(std::make_shared<nn::ReLU>())
+            .add(std::make_shared<nn::ConvTranspose>(16, 1, up));  // 14 -> 28, logits
+    }
+    ag::Variable forward(const ag::Variable& x) override { return decoder->forward(encoder->forward(x)); }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+    const Args a = parse(argc, argv);
+    std::printf("loading Fashion-MNIST from %s\n", a.data.c_str());
+    Tensor train = read_idx(a.data + "/train-images-idx3-ubyte.gz");
+    const Tensor test = read_idx(a.data + "/t10k-images-idx3-ubyte.gz");
+    std::int64_t n_train = train.shape()[0];
+    if (a.limit > 0) n_train = std::min(n_train, a.limit);
+    std::printf("train %lld images, test %lld images, 28x28\n", static_cast<long long>(n_train),
+                static_cast<long long>(test.shape()[0]));
+
+    nn::init_rng().seed(7);
+    AutoEncoder model;
+    nn::Adam opt(model.parameters(), 2e-3);
+    std::printf("model: %lld parameters\n", static_cast<long long>(model.parameter_count()));
+
+    std::vector<std::int64_t> order(static_cast<std::size_t>(n_train));
+    std::iota(order.begin(), order.end(), 0);
+    std::mt19937 rng(1);
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int epoch = 1; epoch <= a.epochs; ++epoch) {
+        std::shuffle(order.begin(), order.end(), rng);
+        double running = 0;
+        int seen = 0;
+        const std::size_t steps = (order.size() + a.batch - 1) / a.batch;
+        for (std::size_t s = 0; s < steps; ++s) {
+            const std::size_t from = s * a.batch, count = std::min<std::size_t>(a.batch, order.size() - from);
+            const ag::Variable x = ag::constant(gather(train, order, from, count));
+            const ag::Variable loss = ag::bce_with_logits(model(x), x);
+            opt.zero_grad();
+            loss.backward();
+            opt.step();
+            running += loss.item();
+            ++seen;
+            if ((s + 1) % 100 == 0 || s + 1 == steps) {
+                const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+                std::printf("epoch %d  step %4zu/%zu  loss %.4f  (%.0f s)\n", epoch, s + 1, steps, running / seen, secs);
+                std::fflush(stdout);
+                running = 0;
+                seen = 0;
+            }
+        }
+    }
+
+    // Test loss and the picture: 16 test images and their reconstructions.
+    ag::NoGradGuard no_grad;
+    std::vector<std::int64_t> tidx(static_cast<std::size_t>(test.shape()[0]));
+    std::iota(tidx.begin(), tidx.end(), 0);
+    double test_loss = 0;
+    std::int64_t tn = 0;
+    for (std::size_t from = 0; from < tidx.size(); from += 500) {
+        const std::size_t count = std::min<std::size_t>(500, tidx.size() - from);
+        const ag::Variable x = ag::constant(gather(test, tidx, from, count));
+        test_loss += ag::bce_with_logits(model(x), x).item() * static_cast<double>(count);
+        tn += static_cast<std::int64_t>(count);
+    }
+    std::printf("test loss (BCE per pixel) %.4f\n", test_loss / static_cast<double>(tn));
+    const ag::Variable shown = ag::constant(gather(test, tidx, 0, 16));
+    const Tensor recon = ag::sigmoid(model(shown)).value();
+    std::vector<double> both = shown.value().values();
+    const std::vector<double> r = recon.values();
+    both.insert(both.end(), r.begin(), r.end());
+    write_png_grid(a.out, Tensor::from({32, 28, 28}, both, DType::f32), 8, 3);
+    nn::save_checkpoint(model, a.ckpt);
+    std::printf("wrote %s (rows 1-2: test images, rows 3-4: reconstructions) and checkpoint %s\n", a.out.c_str(),
+                a.ckpt.c_str());
+    return 0;
+} catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+}

@@ -1,0 +1,208 @@
+#include "nn/module.hpp"
+
+#include <cmath>
+
+#include "autograd/conv.hpp"
+#include "autograd/ops.hpp"
+
+namespace tg::nn {
+
+std::mt19937& init_rng() {
+    static std::mt19937 rng(20261122);
+    return rng;
+}
+
+namespace {
+
+Tensor uniform(const Shape& shape, double bound, DType dtype) {
+    std::uniform_real_distribution<double> u(-bound, bound);
+    std::vector<double> v(static_cast<std::size_t>(shape_numel(shape)));
+    for (double& e : v) e = u(init_rng());
+    return Tensor::from(shape, v, dtype);
+}
+
+// Broadcasts a one-number option to D axes and checks its length and range.
+Shape per_axis(const Shape& v, std::size_t D, const char* key, std::int64_t min, const char* layer) {
+    if (v.size() == 1 && D > 1) return Shape(D, v[0]);
+    if (v.size() != D) fail(key, layer, ": ", key, " has ", v.size(), " values for ", D, " spatial axes");
+    for (std::int64_t e : v)
+        if (e < min) fail(key, layer, ": ", key, " value ", e, " must be >= ", min);
+    return v;
+}
+
+ConvOptions checked(ConvOptions o, const char* layer) {
+    const std::size_t D = o.kernel.size();
+    if (D == 0) fail("kernel", layer, ": kernel must have at least one axis");
+    for (std::int64_t k : o.kernel)
+        if (k < 1) fail("kernel", layer, ": kernel size ", k, " must be >= 1");
+    o.stride = per_axis(o.stride, D, "stride", 1, layer);
+    o.padding = per_axis(o.padding, D, "padding", 0, layer);
+    o.dilation = per_axis(o.dilation, D, "dilation", 1, layer);
+    o.output_padding = per_axis(o.output_padding, D, "output_padding", 0, layer);
+    if (o.groups < 1) fail("groups", layer, ": groups ", o.groups, " must be >= 1");
+    return o;
+}
+
+// Input [N, C, X...] of the right rank and channel count.
+void check_input(const Shape& s, std::size_t D, std::int64_t C, const char* layer) {
+    if (s.size() != D + 2 || s[1] != C)
+        fail("input", layer, ": input ", shape_str(s), " must be [N, ", C, ", ", D, " spatial dims]");
+}
+
+ConvGeometry base(const ConvOptions& o, std::int64_t N) {
+    ConvGeometry g;
+    g.N = N;
+    g.G = o.groups;
+    g.kernel = o.kernel;
+    g.stride = o.stride;
+    g.dilation = o.dilation;
+    g.pad_begin = o.padding;
+    return g;
+}
+
+std::int64_t fan(std::int64_t c, const Shape& k) { return c * shape_numel(k); }
+
+}  // namespace
+
+std::vector<std::pair<std::string, Variable>> Module::named_parameters() const {
+    std::vector<std::pair<std::string, Variable>> out = params_;
+    for (const auto& [name, child] : children_)
+        for (auto& [pn, p] : child->named_parameters()) out.emplace_back(name + "." + pn, p);
+    return out;
+}
+
+std::vector<Variable> Module::parameters() const {
+    std::vector<Variable> out;
+    for (auto& [n, p] : named_parameters()) out.push_back(p);
+    return out;
+}
+
+void Module::zero_grad() {
+    for (Variable& p : parameters()) p.zero_grad();
+}
+
+std::int64_t Module::parameter_count() const {
+    std::int64_t n = 0;
+    for (const Variable& p : parameters()) n += p.numel();
+    return n;
+}
+
+Variable& Module::register_parameter(const std::string& name, Tensor value) {
+    params_.emplace_back(name, ag::param(std::move(value), name));
+    return params_.back().second;
+}
+
+Linear::Linear(std::int64_t in, std::int64_t out, bool with_bias, DType dtype) {
+    if (in < 1 || out < 1) fail("features", "Linear: in and out features must be >= 1, got ", in, " and ", out);
+    const double b = 1.0 / std::sqrt(static_cast<double>(in));
+    weight = register_parameter("weight", uniform({in, out}, b, dtype));
+    if (with_bias) bias = register_parameter("bias", uniform({out}, b, dtype));
+}
+
+Variable Linear::forward(const Variable& x) {
+    if (x.ndim() != 2 || x.shape()[1] != weight.shape()[0])
+        fail("input", "Linear: input ", shape_str(x.shape()), " must be [N, ", weight.shape()[0], "]");
+    Variable y = ag::matmul(x, weight);
+    return bias.defined() ? ag::add(y, bias) : y;
+}
+
+Conv::Conv(std::int64_t in_channels, std::int64_t out_channels, ConvOptions opt)
+    : in_(in_channels), out_(out_channels), opt_(checked(std::move(opt), "Conv")) {
+    if (in_ < 1 || out_ < 1 || in_ % opt_.groups || out_ % opt_.groups)
+        fail("groups", "Conv: channels ", in_, " -> ", out_, " must be >= 1 and divisible by groups ", opt_.groups);
+    Shape ws{out_, in_ / opt_.groups};
+    ws.insert(ws.end(), opt_.kernel.begin(), opt_.kernel.end());
+    const double b = 1.0 / std::sqrt(static_cast<double>(fan(in_ / opt_.groups, opt_.kernel)));
+    weight = register_parameter("weight", uniform(ws, b, opt_.dtype));
+    if (opt_.bias) bias = register_parameter("bias", uniform({out_}, b, opt_.dtype));
+}
+
+ConvGeometry Conv::geometry(const Shape& s) const {
+    const std::size_t D = opt_.kernel.size();
+    check_input(s, D, in_, "Conv");
+    ConvGeometry g = base(opt_, s[0]);
+    g.Ig = in_ / opt_.groups;
+    g.Og = out_ / opt_.groups;
+    for (std::size_t a = 0; a < D; ++a) {
+        AxisParams p;
+        p.X = s[a + 2];
+        p.K = opt_.kernel[a];
+        p.s = opt_.stride[a];
+        p.d = opt_.dilation[a];
+        p.pads_begin = p.pads_end = opt_.padding[a];
+        p.axis = static_cast<int>(a);
+        g.in_size.push_back(p.X);
+        g.out_size.push_back(resolve_forward(p, AutoPad::Explicit, "Conv").out);
+    }
+    return g;
+}
+
+Variable Conv::forward(const Variable& x) {
+    const ConvGeometry g = geometry(x.shape());
+    Variable y = ag::conv(x, ag::reshape(weight, g.weight_shape()), g);
+    return bias.defined() ? ag::add_channel_bias(y, bias, Layout::NCX) : y;
+}
+
+ConvTranspose::ConvTranspose(std::int64_t in_channels, std::int64_t out_channels, ConvOptions opt)
+    : in_(in_channels), out_(out_channels), opt_(checked(std::move(opt), "ConvTranspose")) {
+    if (in_ < 1 || out_ < 1 || in_ % opt_.groups || out_ % opt_.groups)
+        fail("groups", "ConvTranspose: channels ", in_, " -> ", out_, " must be >= 1 and divisible by groups ", opt_.groups);
+    Shape ws{in_, out_ / opt_.groups};
+    ws.insert(ws.end(), opt_.kernel.begin(), opt_.kernel.end());
+    // PyTorch's fan-in for a transposed conv weight [in, out/G, K] is (out/G)·∏K.
+    const double b = 1.0 / std::sqrt(static_cast<double>(fan(out_ / opt_.groups, opt_.kernel)));
+    weight = register_parameter("weight", uniform(ws, b, opt_.dtype));
+    if (opt_.bias) bias = register_parameter("bias", uniform({out_}, b, opt_.dtype));
+}
+
+ConvGeometry ConvTranspose::geometry(const Shape& s) const {
+    const std::size_t D = opt_.kernel.size();
+    check_input(s, D, in_, "ConvTranspose");
+    ConvGeometry g = base(opt_, s[0]);
+    g.Og = in_ / opt_.groups;  // the input is the o-side of the forward convolution
+    g.Ig = out_ / opt_.groups;
+    for (std::size_t a = 0; a < D; ++a) {
+        AxisParams p;
+        p.X = s[a + 2];
+        p.K = opt_.kernel[a];
+        p.s = opt_.stride[a];
+        p.d = opt_.dilation[a];
+        p.pads_begin = p.pads_end = opt_.padding[a];
+        p.output_padding = opt_.output_padding[a];
+        p.axis = static_cast<int>(a);
+        g.out_size.push_back(p.X);
+        g.in_size.push_back(resolve_transposed_ct(p, AutoPad::Explicit, "ConvTranspose").out);
+    }
+    return g;
+}
+
+Variable ConvTranspose::forward(const Variable& x) {
+    const ConvGeometry g = geometry(x.shape());
+    Variable y = ag::conv_transpose(x, ag::reshape(weight, g.weight_shape()), g);
+    return bias.defined() ? ag::add_channel_bias(y, bias, Layout::NCX) : y;
+}
+
+Variable Sequential::forward(const Variable& x) {
+    Variable h = x;
+    for (auto& l : layers_) h = l->forward(h);
+    return h;
+}
+
+Variable ReLU::forward(const Variable& x) { return ag::relu(x); }
+Variable LeakyReLU::forward(const Variable& x) { return ag::leaky_relu(x, slope_); }
+Variable Sigmoid::forward(const Variable& x) { return ag::sigmoid(x); }
+Variable Tanh::forward(const Variable& x) { return ag::tanh(x); }
+
+Variable Flatten::forward(const Variable& x) {
+    if (x.ndim() < 1) fail("input", "Flatten: input must have a batch axis");
+    const std::int64_t N = x.shape()[0];
+    return ag::reshape(x, {N, N == 0 ? 0 : x.numel() / N});
+}
+
+Variable Unflatten::forward(const Variable& x) {
+    Shape s{x.shape().empty() ? 0 : x.shape()[0]};
+    s.insert(s.end(), shape_.begin(), shape_.end());
+    return ag::reshape(x, s);
+}
+
+}  // namespace tg::nn
