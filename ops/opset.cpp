@@ -306,15 +306,19 @@ ResolvedOp resolve_op(const std::string& opset, const std::string& op_name, cons
     // Padding and sizes per axis.
     std::optional<Shape> out_shape;
     if (spec->third == Third::OutputShape && n_in == 3) out_shape = read_shape_input(inputs[2], op);
-    if (spec->rule == Rule::T_CBD && !out_shape) {
-        const AttrValue* v = A.raw("output_shape");
-        if (!v) fail("output_shape", op, ": output_shape is required, as the third input or as an attribute");
-        const auto* list = std::get_if<std::vector<std::int64_t>>(v);
-        if (!list) fail("output_shape", op, ": attribute output_shape must be a list of integers");
-        out_shape = *list;
-    } else if (spec->rule == Rule::T_CBD && A.raw("output_shape")) {
-        if (!std::get_if<std::vector<std::int64_t>>(A.raw("output_shape")))
-            fail("output_shape", op, ": attribute output_shape must be a list of integers");
+    if (spec->rule == Rule::T_CBD) {
+        // The input wins over the attribute, but an attribute present is still validated
+        // (type, length, sign) like every other one (OPS.md 3.3).
+        if (const AttrValue* v = A.raw("output_shape")) {
+            const auto* list = std::get_if<std::vector<std::int64_t>>(v);
+            if (!list) fail("output_shape", op, ": attribute output_shape must be a list of integers");
+            if (static_cast<int>(list->size()) != rank && static_cast<int>(list->size()) != D)
+                fail("output_shape", op, ": attribute output_shape ", shape_str(*list), " has ", list->size(),
+                     " values, must have ", rank, " (full shape) or ", D, " (spatial only)");
+            check_positive(*list, op);
+            if (!out_shape) out_shape = *list;
+        }
+        if (!out_shape) fail("output_shape", op, ": output_shape is required, as the third input or as an attribute");
     }
     Shape Yspatial;
     if (out_shape) {
