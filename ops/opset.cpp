@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <optional>
+#include <type_traits>
 
 #include "ops/conv_kernels.hpp"
 
@@ -419,41 +420,53 @@ Tensor ResolvedOp::stored_filter(const Tensor& W, const Shape& stored_shape) con
 
 namespace {
 
-// Adds bias[c] to every element of channel c (in the result's layout), in place.
+// Adds bias[c] to every element of channel c of y (in the result's layout), in place. T is
+// y's element type: the compute type, so a 16-bit result is still unrounded here.
+template <class T>
 void add_bias(Tensor& y, const Tensor& bias, Layout layout) {
-    const Tensor b = bias.to(y.dtype() == DType::f64 ? DType::f64 : DType::f32);
-    const std::vector<double> bv = b.values();
-    std::vector<double> yv = y.values();
-    const std::int64_t C = static_cast<std::int64_t>(bv.size());
-    const std::int64_t N = y.shape()[0];
-    const std::int64_t P = N == 0 ? 0 : static_cast<std::int64_t>(yv.size()) / (N * C);
+    const Tensor b = bias.to(y.dtype()).contiguous();
+    const T* bv = b.data<T>();
+    T* yv = y.data<T>();
+    const std::int64_t C = b.numel(), N = y.shape()[0];
+    const std::int64_t P = N == 0 ? 0 : y.numel() / (N * C);
     for (std::int64_t n = 0; n < N; ++n)
         for (std::int64_t c = 0; c < C; ++c)
-            for (std::int64_t p = 0; p < P; ++p)
-                yv[static_cast<std::size_t>(layout == Layout::NCX ? (n * C + c) * P + p : (n * P + p) * C + c)] += bv[c];
-    y = Tensor::from(y.shape(), yv, y.dtype());
+            for (std::int64_t p = 0; p < P; ++p) yv[layout == Layout::NCX ? (n * C + c) * P + p : (n * P + p) * C + c] += bv[c];
 }
 
+// Σ over n and positions of dy[n, c, ·], accumulated in the compute type T (f32 for every
+// float dtype but f64, as in the kernels) and rounded once to `dt`.
+template <class T>
 Tensor bias_grad(const Tensor& dy, std::int64_t C, Layout layout, DType dt) {
-    const std::vector<double> v = dy.values();
+    const Tensor d = dy.to(std::is_same_v<T, double> ? DType::f64 : DType::f32).contiguous();
+    const T* v = d.data<T>();
     const std::int64_t N = dy.shape()[0];
-    const std::int64_t P = N == 0 ? 0 : static_cast<std::int64_t>(v.size()) / (N * C);
-    std::vector<double> g(static_cast<std::size_t>(C), 0.0);
+    const std::int64_t P = N == 0 ? 0 : d.numel() / (N * C);
+    Tensor g = Tensor::zeros({C}, d.dtype());
+    T* gv = g.data<T>();
     for (std::int64_t n = 0; n < N; ++n)
         for (std::int64_t c = 0; c < C; ++c)
-            for (std::int64_t p = 0; p < P; ++p)
-                g[c] += v[static_cast<std::size_t>(layout == Layout::NCX ? (n * C + c) * P + p : (n * P + p) * C + c)];
-    return Tensor::from({C}, g, dt);
+            for (std::int64_t p = 0; p < P; ++p) gv[c] += v[layout == Layout::NCX ? (n * C + c) * P + p : (n * P + p) * C + c];
+    return g.to(dt);
 }
 
 }  // namespace
 
 Tensor run_op(const ResolvedOp& r, const std::vector<Tensor>& inputs) {
-    const Tensor W = r.canonical_filter(inputs[static_cast<std::size_t>(r.filter_input)]);
     const Tensor& x = inputs[static_cast<std::size_t>(r.data_input)];
-    Tensor y = r.comp == Computation::Conv ? conv_forward(x, W, r.geom) : conv_transposed(x, W, r.geom);
-    if (r.has_bias) add_bias(y, inputs[static_cast<std::size_t>(r.bias_input)], r.geom.layout);
-    return y;
+    const DType dt = x.dtype();
+    // The kernels widen 16-bit operands to f32 and round their result once. With a bias the
+    // widening happens here instead, so the bias joins the f32 sum before that one rounding.
+    const DType ct = r.has_bias && is_16bit(dt) ? DType::f32 : dt;
+    const Tensor W = r.canonical_filter(inputs[static_cast<std::size_t>(r.filter_input)]).to(ct);
+    const Tensor xc = x.to(ct);
+    Tensor y = r.comp == Computation::Conv ? conv_forward(xc, W, r.geom) : conv_transposed(xc, W, r.geom);
+    if (r.has_bias) {
+        const Tensor& b = inputs[static_cast<std::size_t>(r.bias_input)];
+        if (ct == DType::f64) add_bias<double>(y, b, r.geom.layout);
+        else add_bias<float>(y, b, r.geom.layout);
+    }
+    return y.to(dt);
 }
 
 std::vector<Tensor> run_op_backward(const ResolvedOp& r, const std::vector<Tensor>& inputs, const Tensor& dy) {
@@ -476,7 +489,9 @@ std::vector<Tensor> run_op_backward(const ResolvedOp& r, const std::vector<Tenso
     grads[static_cast<std::size_t>(r.filter_input)] = r.stored_filter(dW, filter.shape());
     if (r.has_bias) {
         const std::int64_t C = r.geom.layout == Layout::NCX ? r.result_shape[1] : r.result_shape.back();
-        grads[static_cast<std::size_t>(r.bias_input)] = bias_grad(g, C, r.geom.layout, x.dtype());
+        const DType bt = inputs[static_cast<std::size_t>(r.bias_input)].dtype();
+        grads[static_cast<std::size_t>(r.bias_input)] =
+            x.dtype() == DType::f64 ? bias_grad<double>(g, C, r.geom.layout, bt) : bias_grad<float>(g, C, r.geom.layout, bt);
     }
     return grads;
 }
