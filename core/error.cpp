@@ -16,7 +16,7 @@ std::string shape_str(const std::vector<std::int64_t>& shape) {
 std::int64_t checked_mul(std::int64_t a, std::int64_t b, const std::string& key) {
     std::int64_t r;
     if (a < 0 || b < 0 || __builtin_mul_overflow(a, b, &r))
-        fail(key, "size product ", a, " * ", b, " overflows int64");
+        fail(key, key, ": size product ", a, " * ", b, " overflows int64");
     return r;
 }
 

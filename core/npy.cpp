@@ -173,8 +173,13 @@ Tensor read_npy(const std::string& path, const std::string& key, const NpyOption
     f.read(text.data(), hlen);
     const Header h = HeaderParser(text, key, path).parse();
     const Descr descr = parse_descr(h.descr, key, path);
-    const std::int64_t n = shape_numel(h.shape, key);
-    const std::int64_t nbytes = checked_mul(n, static_cast<std::int64_t>(dtype_size(descr.dtype)), key);
+    std::int64_t n = 0, nbytes = 0;
+    try {
+        n = shape_numel(h.shape, key);
+        nbytes = checked_mul(n, static_cast<std::int64_t>(dtype_size(descr.dtype)), key);
+    } catch (const Error&) {
+        fail(key, "'", path, "' has shape ", shape_str(h.shape), " of ", h.descr, ", whose size overflows int64");
+    }
     if (nbytes > opt.max_bytes)
         fail(key, "'", path, "' holds ", nbytes, " bytes, over the limit of ", opt.max_bytes);
     if (file_size - hstart - hlen != nbytes)

@@ -19,7 +19,7 @@ Storage::Storage(std::size_t n) : nbytes(n) {
 std::int64_t shape_numel(const Shape& shape, const std::string& key) {
     std::int64_t n = 1;
     for (std::int64_t d : shape) {
-        if (d < 0) fail(key, "negative dimension ", d, " in shape ", shape_str(shape));
+        if (d < 0) fail(key, key, ": negative dimension ", d, " in shape ", shape_str(shape));
         n = checked_mul(n, d, key);
     }
     return n;
