@@ -1,0 +1,320 @@
+#include "autograd/gradcheck.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+#include <random>
+#include <sstream>
+
+namespace tg::ag {
+
+namespace {
+
+using MultiFunction = std::function<std::vector<Variable>(const std::vector<Variable>&)>;
+
+Tensor random_normal(const Shape& shape, std::mt19937_64& rng) {
+    std::normal_distribution<double> nd(0.0, 1.0);
+    std::vector<double> v(static_cast<std::size_t>(shape_numel(shape)));
+    for (double& x : v) x = nd(rng);
+    return Tensor::from(shape, v, DType::f64);
+}
+
+Shape unravel(std::int64_t flat, const Shape& shape) {
+    Shape idx(shape.size());
+    for (std::size_t a = shape.size(); a-- > 0;) {
+        idx[a] = shape[a] == 0 ? 0 : flat % shape[a];
+        flat = shape[a] == 0 ? 0 : flat / shape[a];
+    }
+    return idx;
+}
+
+std::string name_of(const CheckOptions& opt, std::size_t i) {
+    return i < opt.names.size() && !opt.names[i].empty() ? opt.names[i] : "input " + std::to_string(i);
+}
+
+double dot(const Tensor& a, const Tensor& b) {
+    const std::vector<double> x = a.values(), y = b.values();
+    double s = 0;
+    for (std::size_t i = 0; i < x.size(); ++i) s += x[i] * y[i];
+    return s;
+}
+
+std::vector<Variable> make_vars(const std::vector<Tensor>& t, const std::vector<bool>& diff) {
+    std::vector<Variable> v;
+    for (std::size_t i = 0; i < t.size(); ++i) v.push_back(Variable(t[i], diff[i]));
+    return v;
+}
+
+std::vector<bool> float_mask(const std::vector<Tensor>& t) {
+    std::vector<bool> m;
+    for (const Tensor& x : t) {
+        if (!x.defined()) fail("inputs", "gradcheck: an input tensor is undefined");
+        m.push_back(is_float(x.dtype()));
+    }
+    return m;
+}
+
+// Elements of an input to differentiate: all, or a seeded random subset (sorted).
+std::vector<std::int64_t> pick_elements(std::int64_t n, std::int64_t max, std::mt19937_64& rng) {
+    std::vector<std::int64_t> idx(static_cast<std::size_t>(n));
+    std::iota(idx.begin(), idx.end(), 0);
+    if (max <= 0 || n <= max) return idx;
+    for (std::int64_t i = 0; i < max; ++i) {
+        std::uniform_int_distribution<std::int64_t> u(i, n - 1);
+        std::swap(idx[static_cast<std::size_t>(i)], idx[static_cast<std::size_t>(u(rng))]);
+    }
+    idx.resize(static_cast<std::size_t>(max));
+    std::sort(idx.begin(), idx.end());
+    return idx;
+}
+
+// Vector-Jacobian products of F (several results) against finite differences of
+// L(x) = Σ_k ⟨F_k(x), v_k⟩, per float input, in f64.
+CheckReport check_vjp(const MultiFunction& F, std::vector<Tensor> inputs, const CheckOptions& opt,
+                      const std::string& check, std::mt19937_64& rng) {
+    const std::vector<bool> diff = float_mask(inputs);
+    for (std::size_t i = 0; i < inputs.size(); ++i)
+        if (diff[i]) inputs[i] = inputs[i].to(DType::f64).clone();
+
+    // Analytic: one backward with the random cotangents.
+    std::vector<Variable> vars = make_vars(inputs, diff);
+    const std::vector<Variable> outs = F(vars);
+    std::vector<Tensor> v;
+    std::vector<Variable> roots, seeds, wrt;
+    for (const Variable& o : outs) {
+        v.push_back(o.defined() ? random_normal(o.shape(), rng) : Tensor());
+        if (o.defined() && o.dtype() != DType::f64)
+            fail("dtype", check, ": the function returned ", dtype_name(o.dtype()), " for f64 inputs");
+        if (o.defined() && o.requires_grad()) {
+            roots.push_back(o);
+            seeds.push_back(constant(v.back()));
+        }
+    }
+    for (std::size_t i = 0; i < vars.size(); ++i)
+        if (diff[i]) wrt.push_back(vars[i]);
+    std::vector<Variable> g(wrt.size());
+    if (!roots.empty()) g = grad(roots, wrt, seeds);
+
+    auto L = [&](const std::vector<Tensor>& x) {
+        const std::vector<Variable> o = F(make_vars(x, diff));
+        double s = 0;
+        for (std::size_t k = 0; k < o.size(); ++k)
+            if (o[k].defined() && v[k].defined()) s += dot(o[k].value(), v[k]);
+        return s;
+    };
+
+    CheckReport rep;
+    std::size_t gi = 0;
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+        if (!diff[i]) continue;
+        const Tensor gt = g[gi].defined() ? g[gi].value() : Tensor::zeros(inputs[i].shape(), DType::f64);
+        ++gi;
+        const std::vector<double> ga = gt.values();
+        const std::int64_t n = inputs[i].numel();
+        const std::vector<std::int64_t> elems = pick_elements(n, opt.max_elements, rng);
+        CheckRow row{check, name_of(opt, i), static_cast<std::int64_t>(elems.size()), n, {}, 0, 0, 0, 0, 0, true};
+        double worst = -1;
+        std::vector<Tensor> x = inputs;
+        x[i] = inputs[i].clone();
+        double* p = x[i].data<double>();
+        for (std::int64_t e : elems) {
+            const double orig = p[e];
+            p[e] = orig + opt.eps;
+            const double lp = L(x);
+            p[e] = orig - opt.eps;
+            const double lm = L(x);
+            p[e] = orig;
+            const double num = (lp - lm) / (2 * opt.eps), ana = ga[static_cast<std::size_t>(e)];
+            const double err = std::fabs(ana - num), tol = opt.atol + opt.rtol * std::fabs(num);
+            const double score = std::isnan(err) ? INFINITY : err / tol;
+            if (score > worst) {
+                worst = score;
+                row.index = unravel(e, inputs[i].shape());
+                row.a = ana;
+                row.b = num;
+                row.abs_err = err;
+                row.rel_err = err / std::max(std::fabs(num), 1e-300);
+                row.tol = tol;
+                row.ok = score <= 1;
+            }
+        }
+        rep.ok = rep.ok && row.ok;
+        rep.rows.push_back(row);
+    }
+    return rep;
+}
+
+}  // namespace
+
+void CheckReport::add(const CheckReport& other) {
+    ok = ok && other.ok;
+    rows.insert(rows.end(), other.rows.begin(), other.rows.end());
+}
+
+std::string CheckReport::table() const {
+    std::ostringstream os;
+    char line[512];
+    std::snprintf(line, sizeof line, "%-15s %-16s %-11s %-18s %13s %13s %10s %10s %10s  %s\n", "check", "tensor",
+                  "elements", "worst at", "analytic/lhs", "numeric/rhs", "abs err", "rel err", "tol", "result");
+    os << line;
+    for (const CheckRow& r : rows) {
+        const std::string elems = std::to_string(r.checked) + "/" + std::to_string(r.total);
+        const std::string at = r.index.empty() ? "-" : shape_str(r.index);
+        std::snprintf(line, sizeof line, "%-15s %-16s %-11s %-18s %13.6g %13.6g %10.3g %10.3g %10.3g  %s\n",
+                      r.check.c_str(), r.tensor.c_str(), elems.c_str(), at.c_str(), r.a, r.b, r.abs_err, r.rel_err, r.tol,
+                      r.ok ? "ok" : "FAIL");
+        os << line;
+    }
+    return os.str();
+}
+
+std::string CheckReport::failures() const {
+    std::ostringstream os;
+    for (const CheckRow& r : rows) {
+        if (r.ok) continue;
+        os << r.check << " " << r.tensor;
+        if (!r.index.empty()) os << " at " << shape_str(r.index);
+        os << ": " << r.a << " vs " << r.b << " (abs err " << r.abs_err << ", rel err " << r.rel_err << ", tol " << r.tol
+           << ")\n";
+    }
+    return os.str();
+}
+
+CheckReport gradcheck(const Function& f, const std::vector<Tensor>& inputs, const CheckOptions& opt) {
+    std::mt19937_64 rng(opt.seed);
+    const MultiFunction F = [&](const std::vector<Variable>& x) { return std::vector<Variable>{f(x)}; };
+    return check_vjp(F, inputs, opt, "gradcheck", rng);
+}
+
+CheckReport gradgradcheck(const Function& f, const std::vector<Tensor>& inputs, const CheckOptions& opt) {
+    std::mt19937_64 rng(opt.seed + 0x9e3779b97f4a7c15ull);
+    const std::vector<bool> diff = float_mask(inputs);
+    std::vector<Tensor> x = inputs;
+    for (std::size_t i = 0; i < x.size(); ++i)
+        if (diff[i]) x[i] = x[i].to(DType::f64);
+    Shape out_shape;
+    {
+        NoGradGuard ng;
+        out_shape = f(make_vars(x, diff)).shape();
+    }
+    x.push_back(random_normal(out_shape, rng));  // the cotangent v is an input too
+    // (x, v) ↦ Jᵀv, recorded (create_graph) so the outer check can differentiate it.
+    const MultiFunction F = [&](const std::vector<Variable>& in) {
+        const std::vector<Variable> xs(in.begin(), in.end() - 1);
+        const Variable y = f(xs);
+        std::vector<Variable> wrt;
+        for (std::size_t i = 0; i < xs.size(); ++i)
+            if (diff[i]) wrt.push_back(xs[i]);
+        std::vector<Variable> g = grad({y}, wrt, {in.back()}, true, true);
+        for (std::size_t k = 0; k < g.size(); ++k)
+            if (!g[k].defined()) g[k] = constant(Tensor::zeros(wrt[k].shape(), DType::f64));
+        return g;
+    };
+    CheckOptions o = opt;
+    o.names.resize(inputs.size());
+    for (std::size_t i = 0; i < inputs.size(); ++i) o.names[i] = name_of(opt, i);
+    o.names.push_back("grad_output");
+    return check_vjp(F, x, o, "gradgradcheck", rng);
+}
+
+CheckReport check_adjoint(const Function& f, const std::vector<Tensor>& inputs, int k, const CheckOptions& opt) {
+    if (k < 0 || k >= static_cast<int>(inputs.size()) || !is_float(inputs[static_cast<std::size_t>(k)].dtype()))
+        fail("linear_input", "check_adjoint: input ", k, " is not a float input");
+    std::mt19937_64 rng(opt.seed + 7);
+    std::vector<bool> diff(inputs.size(), false);
+    diff[static_cast<std::size_t>(k)] = true;
+    const std::vector<Variable> vars = make_vars(inputs, diff);
+    const Variable y = f(vars);
+    const DType dt = y.dtype();
+    const Tensor u = random_normal(y.shape(), rng).to(dt);
+    const Tensor& x = inputs[static_cast<std::size_t>(k)];
+    Tensor g;
+    if (y.requires_grad()) {
+        const Variable gv = grad({y}, {vars[static_cast<std::size_t>(k)]}, {constant(u)})[0];
+        if (gv.defined()) g = gv.value();
+    }
+    if (!g.defined()) g = Tensor::zeros(x.shape(), x.dtype());
+    const std::vector<double> yv = y.value().values(), uv = u.values(), xv = x.values(), gv = g.values();
+    double lhs = 0, rhs = 0, S = 0;
+    for (std::size_t i = 0; i < yv.size(); ++i) lhs += yv[i] * uv[i], S += std::fabs(yv[i] * uv[i]);
+    for (std::size_t j = 0; j < xv.size(); ++j) rhs += xv[j] * gv[j], S += std::fabs(xv[j] * gv[j]);
+    const double eps = std::max(dtype_epsilon(dt), dtype_epsilon(x.dtype()));
+    const double tol = 4 * eps * std::sqrt(static_cast<double>(xv.size() + yv.size())) * S + 1e-300;
+    CheckRow row{"adjoint", name_of(opt, static_cast<std::size_t>(k)), static_cast<std::int64_t>(xv.size()),
+                 static_cast<std::int64_t>(xv.size()), {}, lhs, rhs, std::fabs(lhs - rhs), 0, tol, true};
+    row.rel_err = row.abs_err / std::max(S, 1e-300);
+    row.ok = row.abs_err <= tol;  // NaN fails
+    CheckReport rep;
+    rep.ok = row.ok;
+    rep.rows.push_back(row);
+    return rep;
+}
+
+CheckReport check_precision(const Function& f, const std::vector<Tensor>& inputs, DType dtype,
+                            std::int64_t reduction_length, const CheckOptions& opt) {
+    if (!is_float(dtype)) fail("dtype", "check_precision: ", dtype_name(dtype), " is not a float dtype");
+    std::mt19937_64 rng(opt.seed + 11);
+    const std::vector<bool> diff = float_mask(inputs);
+    std::vector<Tensor> low = inputs, ref = inputs;
+    for (std::size_t i = 0; i < inputs.size(); ++i)
+        if (diff[i]) {
+            low[i] = inputs[i].to(dtype);
+            ref[i] = low[i].to(DType::f64);  // the same values, exactly
+        }
+    struct Run {
+        Tensor y;
+        std::vector<Tensor> g;
+    };
+    Tensor v;
+    auto run = [&](const std::vector<Tensor>& in, DType dt) {
+        const std::vector<Variable> vars = make_vars(in, diff);
+        const Variable y = f(vars);
+        if (y.dtype() != dt) fail("dtype", "check_precision: the function returned ", dtype_name(y.dtype()), " for ", dtype_name(dt), " inputs");
+        if (!v.defined()) v = random_normal(y.shape(), rng).to(dtype).to(DType::f64);
+        Run r{y.value(), {}};
+        std::vector<Variable> wrt;
+        for (std::size_t i = 0; i < vars.size(); ++i)
+            if (diff[i]) wrt.push_back(vars[i]);
+        std::vector<Variable> g(wrt.size());
+        if (y.requires_grad()) g = grad({y}, wrt, {constant(v.to(dt))});
+        for (std::size_t k = 0; k < g.size(); ++k)
+            r.g.push_back(g[k].defined() ? g[k].value() : Tensor::zeros(wrt[k].shape(), dt));
+        return r;
+    };
+    const Run lo = run(low, dtype), hi = run(ref, DType::f64);
+    const double eps = dtype_epsilon(dtype);
+    const double factor = 4 * eps * std::sqrt(static_cast<double>(std::max<std::int64_t>(1, reduction_length)));
+    const std::string check = std::string(dtype_name(dtype)) + " vs f64";
+    CheckReport rep;
+    auto compare = [&](const Tensor& a, const Tensor& b, const std::string& what) {
+        const std::vector<double> x = a.values(), y = b.values();
+        double scale = 0;
+        for (double e : y) scale = std::max(scale, std::fabs(e));
+        CheckRow row{check, what, static_cast<std::int64_t>(x.size()), static_cast<std::int64_t>(x.size()), {}, 0, 0, 0, 0,
+                     factor * scale, true};
+        double worst = -1;
+        for (std::size_t i = 0; i < x.size(); ++i) {
+            const double err = std::fabs(x[i] - y[i]);
+            const double score = std::isnan(err) ? INFINITY : err;
+            if (score > worst) {
+                worst = score;
+                row.index = unravel(static_cast<std::int64_t>(i), a.shape());
+                row.a = x[i];
+                row.b = y[i];
+                row.abs_err = err;
+                row.rel_err = err / std::max(std::fabs(y[i]), 1e-300);
+            }
+        }
+        row.ok = !(worst > row.tol);
+        rep.ok = rep.ok && row.ok;
+        rep.rows.push_back(row);
+    };
+    compare(lo.y, hi.y, "output");
+    std::size_t k = 0;
+    for (std::size_t i = 0; i < inputs.size(); ++i)
+        if (diff[i]) compare(lo.g[k], hi.g[k], "grad " + name_of(opt, i)), ++k;
+    return rep;
+}
+
+}  // namespace tg::ag

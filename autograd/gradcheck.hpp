@@ -1,0 +1,70 @@
+// Gradient checks users can call (the policy and its tolerances: docs/gradcheck.md).
+//
+//   gradcheck       the tape's vector-Jacobian product Jᵀv for a random cotangent v,
+//                   against central finite differences of ⟨f(x), v⟩, in f64
+//   gradgradcheck   the same for the map (x, v) ↦ Jᵀv computed with create_graph,
+//                   i.e. the second derivatives
+//   check_adjoint   ⟨A x, y⟩ = ⟨x, Aᵀ y⟩ for an f linear in one input; no step size
+//   check_precision f's result and gradients in f32/f16/bf16 against f64 on the same
+//                   (rounded) inputs, with tolerances scaled by the dtype's epsilon
+//
+// Each returns a report whose rows name the input, the worst element's index, the two
+// values compared, the absolute and relative errors and the tolerance; report.ok says
+// whether every row passed, report.table() prints them.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "autograd/variable.hpp"
+
+namespace tg::ag {
+
+// The function under test: inputs in, one result out. Integer inputs are passed as
+// constants and never differentiated.
+using Function = std::function<Variable(const std::vector<Variable>& inputs)>;
+
+struct CheckOptions {
+    double eps = 1e-6;   // finite-difference step (f64)
+    double atol = 1e-5;  // an element passes when |analytic − numeric| ≤ atol + rtol·|numeric|
+    double rtol = 1e-3;
+    // Finite differences cost two evaluations of f per element. 0 checks every element;
+    // otherwise this many elements per input, drawn at random (seeded), are checked.
+    std::int64_t max_elements = 0;
+    std::uint64_t seed = 0;  // for v, the subset and the adjoint's random vectors
+    std::vector<std::string> names;  // input names for the report (default "input i")
+};
+
+struct CheckRow {
+    std::string check;   // "gradcheck", "gradgradcheck", "adjoint", "f32 vs f64", ...
+    std::string tensor;  // the input (or "output", or "grad <input>")
+    std::int64_t checked = 0, total = 0;  // elements compared, of how many
+    Shape index;         // the worst element (empty for an adjoint row)
+    double a = 0;        // analytic | ⟨A x, y⟩ | low-precision value
+    double b = 0;        // numeric  | ⟨x, Aᵀ y⟩ | f64 value
+    double abs_err = 0, rel_err = 0, tol = 0;
+    bool ok = true;
+};
+
+struct CheckReport {
+    bool ok = true;
+    std::vector<CheckRow> rows;
+    void add(const CheckReport& other);
+    std::string table() const;     // every row, aligned, failing rows marked FAIL
+    std::string failures() const;  // one line per failing row ("" when ok)
+};
+
+CheckReport gradcheck(const Function& f, const std::vector<Tensor>& inputs, const CheckOptions& opt = {});
+CheckReport gradgradcheck(const Function& f, const std::vector<Tensor>& inputs, const CheckOptions& opt = {});
+// f must be linear in inputs[linear_input] (the others are held fixed). Runs in the inputs'
+// dtype; passes when |⟨A x, y⟩ − ⟨x, Aᵀ y⟩| ≤ 4·ε·√(n_x + n_y)·(Σ|(Ax)_i y_i| + Σ|x_j (Aᵀy)_j|).
+CheckReport check_adjoint(const Function& f, const std::vector<Tensor>& inputs, int linear_input,
+                          const CheckOptions& opt = {});
+// Runs f and its backward in `dtype` and in f64 on the inputs rounded to `dtype`; each
+// tensor (result, then each gradient) passes when max|low − f64| ≤ 4·ε·√n·max|f64|, with
+// n = reduction_length (the longest sum behind one element, e.g. I_g·∏K for a conv).
+CheckReport check_precision(const Function& f, const std::vector<Tensor>& inputs, DType dtype,
+                            std::int64_t reduction_length, const CheckOptions& opt = {});
+
+}  // namespace tg::ag

@@ -1,0 +1,272 @@
+// The conv family on the tape, over the shared configuration table (tests/conv_table.hpp):
+// f64 gradcheck of CONV, CONVT and CONV_BW in both arguments, the adjoint identity in each
+// linear argument, gradgradcheck on the transposed / grouped / dilated / strided / 3-D rows,
+// and the spec ops (both opsets) through spec_op against run_op_backward and OPS.md Example 1.
+//
+// Finite differences cost two convolutions per element, so gradcheck looks at a seeded
+// random subset of kMaxElements elements per input (gradgradcheck: kMaxElements2); the
+// adjoint identity covers every element at the cost of one backward.
+#include <catch2/catch.hpp>
+
+#include <random>
+
+#include "autograd/conv.hpp"
+#include "autograd/gradcheck.hpp"
+#include "autograd/ops.hpp"
+#include "conv_table.hpp"
+#include "ops/conv_kernels.hpp"
+#include "ops/conv_reference.hpp"
+#include "ops/opset.hpp"
+
+using namespace tg;
+using namespace tg::ag;
+using tg::testing::ConvConfig;
+
+namespace {
+
+constexpr std::int64_t kMaxElements = 48;
+constexpr std::int64_t kMaxElements2 = 12;
+
+Tensor random_tensor(const Shape& s, std::uint64_t seed, DType dt = DType::f64) {
+    std::mt19937_64 rng(seed);
+    std::uniform_real_distribution<double> u(-1, 1);
+    std::vector<double> v(static_cast<std::size_t>(shape_numel(s)));
+    for (double& x : v) x = u(rng);
+    return Tensor::from(s, v, dt);
+}
+
+// Sets the conv workspace for one row (small budgets force tiling) and restores it.
+struct Budget {
+    std::int64_t prev;
+    explicit Budget(std::int64_t b) : prev(conv_workspace_bytes()) { set_conv_workspace_bytes(b); }
+    ~Budget() { set_conv_workspace_bytes(prev); }
+};
+
+enum class Which { Conv, ConvT, ConvBW };
+
+struct Case {
+    const char* name;
+    ConvGeometry g;
+    Function f;
+    std::vector<Tensor> inputs;
+    std::vector<std::string> names;
+};
+
+Case make_case(Which w, const ConvConfig& c, Layout layout, std::uint64_t seed) {
+    switch (w) {
+        case Which::Conv: {
+            const ConvGeometry g = tg::testing::forward_geometry(c, layout);
+            return {"conv", g, [g](const std::vector<Variable>& v) { return conv(v[0], v[1], g); },
+                    {random_tensor(g.in_shape(), seed), random_tensor(g.weight_shape(), seed + 1)}, {"x", "W"}};
+        }
+        case Which::ConvT: {
+            const ConvGeometry g = tg::testing::transposed_geometry(c, layout);
+            return {"conv_transpose", g, [g](const std::vector<Variable>& v) { return conv_transpose(v[0], v[1], g); },
+                    {random_tensor(g.out_shape(), seed), random_tensor(g.weight_shape(), seed + 1)}, {"u", "W"}};
+        }
+        case Which::ConvBW: {
+            const ConvGeometry g = tg::testing::forward_geometry(c, layout);
+            return {"conv_weight_grad", g,
+                    [g](const std::vector<Variable>& v) { return conv_weight_grad(v[0], v[1], g); },
+                    {random_tensor(g.in_shape(), seed), random_tensor(g.out_shape(), seed + 1)}, {"x", "u"}};
+        }
+    }
+    throw std::logic_error("unreachable");
+}
+
+void require_ok(const CheckReport& r, const std::string& what) {
+    INFO(what << "\n" << r.table());
+    CHECK(r.ok);
+}
+
+}  // namespace
+
+TEST_CASE("conv family: gradcheck and adjoint identity over the conv table", "[autograd][gradcheck]") {
+    const auto& table = tg::testing::conv_table();
+    for (std::size_t row = 0; row < table.size(); ++row) {
+        const ConvConfig& c = table[row];
+        Budget budget(c.budget);
+        const Layout layout = row % 3 == 2 ? Layout::NXC : Layout::NCX;
+        for (Which w : {Which::Conv, Which::ConvT, Which::ConvBW}) {
+            const Case k = make_case(w, c, layout, 100 + row);
+            const std::string what = c.name + std::string(" / ") + k.name + (layout == Layout::NXC ? " NXC" : " NCX");
+            CheckOptions opt;
+            opt.max_elements = kMaxElements;
+            opt.seed = row;
+            opt.names = k.names;
+            require_ok(gradcheck(k.f, k.inputs, opt), what);
+            // bilinear: linear in each argument with the other fixed
+            require_ok(check_adjoint(k.f, k.inputs, 0, opt), what);
+            require_ok(check_adjoint(k.f, k.inputs, 1, opt), what);
+        }
+    }
+}
+
+TEST_CASE("conv family: the differentiable ops compute the direct-loop reference", "[autograd]") {
+    const auto& table = tg::testing::conv_table();
+    for (std::size_t row = 0; row < table.size(); row += 4) {
+        const ConvConfig& c = table[row];
+        const ConvGeometry gf = tg::testing::forward_geometry(c), gt = tg::testing::transposed_geometry(c);
+        const Tensor x = random_tensor(gf.in_shape(), row), W = random_tensor(gf.weight_shape(), row + 1);
+        const Tensor u = random_tensor(gf.out_shape(), row + 2), ut = random_tensor(gt.out_shape(), row + 3);
+        auto close = [](const Tensor& a, const Tensor& b) {
+            const auto va = a.values(), vb = b.values();
+            REQUIRE(va.size() == vb.size());
+            for (std::size_t i = 0; i < va.size(); ++i) REQUIRE(va[i] == Approx(vb[i]).margin(1e-12));
+        };
+        INFO(c.name);
+        close(conv(constant(x), param(W), gf).value(), reference::conv_forward(x, W, gf));
+        close(conv_transpose(constant(ut), param(W), gt).value(), reference::conv_transposed(ut, W, gt));
+        close(conv_weight_grad(param(x), constant(u), gf).value(), reference::conv_weight_grad(x, u, gf));
+    }
+}
+
+TEST_CASE("conv family: gradgradcheck on transposed, grouped, dilated, strided and 3-D rows", "[autograd][gradcheck]") {
+    const std::vector<std::string> rows = {"1d stride2 asym pads op1", "1d groups2 batch3", "2d dil3 stride2",
+                                           "2d groups2",               "2d depthwise stride2", "2d op past pe",
+                                           "3d stride2 pad dil",       "3d groups2"};
+    int done = 0;
+    for (const ConvConfig& c : tg::testing::conv_table()) {
+        if (std::find(rows.begin(), rows.end(), c.name) == rows.end()) continue;
+        ++done;
+        for (Which w : {Which::Conv, Which::ConvT, Which::ConvBW}) {
+            const Layout layout = done % 2 ? Layout::NCX : Layout::NXC;
+            const Case k = make_case(w, c, layout, 300 + static_cast<std::uint64_t>(done));
+            CheckOptions opt;
+            opt.max_elements = kMaxElements2;
+            opt.seed = static_cast<std::uint64_t>(done);
+            opt.names = k.names;
+            require_ok(gradgradcheck(k.f, k.inputs, opt), c.name + std::string(" / ") + k.name);
+        }
+    }
+    CHECK(done == static_cast<int>(rows.size()));
+}
+
+namespace {
+
+struct SpecCase {
+    std::string opset, op;
+    Attrs attrs;
+    std::vector<Shape> shapes;  // float inputs (data, filter, bias)
+    std::vector<Tensor> extra;  // integer inputs appended after them (output_shape)
+};
+
+std::vector<SpecCase> spec_cases() {
+    using V = std::vector<std::int64_t>;
+    return {
+        {"openvino", "Convolution",
+         {{"strides", V{2, 1}}, {"pads_begin", V{1, 0}}, {"pads_end", V{0, 1}}, {"dilations", V{1, 2}}},
+         {{2, 4, 5, 5}, {3, 4, 3, 3}}, {}},
+        {"openvino", "GroupConvolution", {{"strides", V{2}}, {"pads_begin", V{1}}, {"pads_end", V{1}}},
+         {{1, 4, 6}, {2, 3, 2, 3}}, {}},
+        {"openvino", "ConvolutionBackpropData",
+         {{"strides", V{2, 2}}, {"pads_begin", V{1, 1}}, {"pads_end", V{1, 1}}, {"output_padding", V{1, 0}}},
+         {{1, 3, 4, 4}, {3, 2, 3, 3}}, {}},
+        {"openvino", "GroupConvolutionBackpropData", {{"strides", V{2}}, {"auto_pad", std::string("same_upper")}},
+         {{2, 4, 5}, {2, 2, 3, 3}}, {Tensor::from({1}, {9}, DType::i64)}},
+        {"onednn", "Convolution",
+         {{"groups", std::int64_t{2}}, {"pads_begin", V{1, 1}}, {"pads_end", V{0, 1}}},
+         {{1, 5, 5, 4}, {3, 3, 2, 6}, {6}}, {}},
+        {"onednn", "ConvTranspose",
+         {{"groups", std::int64_t{2}}, {"strides", V{2, 2}}, {"data_format", std::string("NCX")},
+          {"weights_format", std::string("IOX")}},
+         {{1, 4, 3, 3}, {4, 3, 2, 2}, {6}}, {}},
+        {"onednn", "ConvolutionBackpropData",
+         {{"strides", V{2, 2}}, {"pads_begin", V{1, 1}}, {"pads_end", V{1, 1}}, {"data_format", std::string("NCX")},
+          {"filter_format", std::string("OIX")}, {"output_shape", V{1, 2, 5, 5}}},
+         {{1, 4, 3, 3}, {4, 2, 3, 3}}, {}},
+        {"onednn", "ConvTransposeBackpropData", {{"groups", std::int64_t{2}}, {"data_format", std::string("NCX")},
+                                                 {"filter_format", std::string("OIX")}, {"strides", V{2, 1}}},
+         {{1, 4, 5, 5}, {2, 6, 3, 3}}, {}},
+        {"onednn", "ConvTransposeBackwardData", {{"groups", std::int64_t{2}}, {"dilations", V{2, 1}}},
+         {{1, 5, 5, 4}, {3, 3, 2, 6}}, {}},
+    };
+}
+
+}  // namespace
+
+TEST_CASE("spec ops on the tape: the same gradients as run_op_backward, and gradcheck", "[autograd][gradcheck]") {
+    std::uint64_t seed = 900;
+    for (const SpecCase& sc : spec_cases()) {
+        INFO(sc.opset << " " << sc.op);
+        std::vector<Tensor> in;
+        for (const Shape& s : sc.shapes) in.push_back(random_tensor(s, ++seed));
+        for (const Tensor& t : sc.extra) in.push_back(t);
+        const ResolvedOp r = resolve_op(sc.opset, sc.op, sc.attrs, in);
+
+        // tape vs the direct backward, in f32: the same kernels, but the bias sums may
+        // accumulate in another precision, so equal up to f32 rounding
+        std::vector<Tensor> in32;
+        for (const Tensor& t : in) in32.push_back(is_float(t.dtype()) ? t.to(DType::f32) : t);
+        std::vector<Variable> vars;
+        for (const Tensor& t : in32) vars.push_back(Variable(t, is_float(t.dtype())));
+        const Variable y = spec_op(r, vars);
+        auto close = [](const Tensor& a, const Tensor& b) {
+            const auto va = a.values(), vb = b.values();
+            REQUIRE(va.size() == vb.size());
+            for (std::size_t i = 0; i < va.size(); ++i) CHECK(va[i] == Approx(vb[i]).epsilon(1e-5).margin(1e-5));
+        };
+        close(y.value(), run_op(r, in32));
+        const Tensor dy = random_tensor(y.shape(), ++seed, DType::f32);
+        const std::vector<Tensor> want = run_op_backward(r, in32, dy);
+        backward({y}, {dy});
+        for (std::size_t i = 0; i < in32.size(); ++i) {
+            if (!is_float(in32[i].dtype())) {
+                CHECK_FALSE(vars[i].grad().defined());
+                continue;
+            }
+            INFO("input " << i);
+            REQUIRE(vars[i].grad().shape() == in32[i].shape());
+            close(vars[i].grad(), want[i]);
+        }
+
+        const Function f = [&r](const std::vector<Variable>& v) { return spec_op(r, v); };
+        CheckOptions opt;
+        opt.max_elements = 24;
+        opt.seed = seed;
+        require_ok(gradcheck(f, in, opt), sc.op);
+        // with a zero bias the op is linear in data and in filter
+        std::vector<Tensor> lin = in;
+        if (r.has_bias) lin[static_cast<std::size_t>(r.bias_input)] = Tensor::zeros(in[static_cast<std::size_t>(r.bias_input)].shape(), DType::f64);
+        require_ok(check_adjoint(f, lin, r.data_input, opt), sc.op + " data");
+        require_ok(check_adjoint(f, lin, r.filter_input, opt), sc.op + " filter");
+    }
+}
+
+TEST_CASE("spec_op gradients reproduce OPS.md Example 1 and its double backward is finite-difference exact",
+          "[autograd][gradcheck]") {
+    using V = std::vector<std::int64_t>;
+    const Attrs attrs{{"strides", V{2}}, {"pads_begin", V{1}}, {"pads_end", V{1}}, {"output_padding", V{0}}};
+    const Tensor data = Tensor::from({1, 1, 3}, {1, 2, 3}), filter = Tensor::from({1, 1, 3}, {1, 2, 3});
+    const ResolvedOp r = resolve_op("openvino", "ConvolutionBackpropData", attrs, {data, filter});
+    Variable d = param(data), f = param(filter);
+    const Variable y = spec_op(r, {d, f});
+    CHECK(y.value().values() == std::vector<double>{2, 5, 4, 9, 6});
+    y.backward(Tensor::from({1, 1, 5}, {1, 0, 0, 0, 1}));
+    CHECK(d.grad().values() == std::vector<double>{2, 0, 2});
+    CHECK(f.grad().values() == std::vector<double>{0, 4, 0});
+
+    const Function fn = [&r](const std::vector<Variable>& v) { return spec_op(r, v); };
+    CheckOptions opt;
+    opt.names = {"data", "filter"};
+    require_ok(gradgradcheck(fn, {data, filter}, opt), "Example 1");
+}
+
+TEST_CASE("conv family: f32, f16 and bf16 agree with f64 within the epsilon-scaled tolerance", "[autograd][gradcheck]") {
+    const auto& table = tg::testing::conv_table();
+    for (std::size_t row : {1u, 5u, 11u, 21u}) {
+        const ConvConfig& c = table[row];
+        for (Which w : {Which::Conv, Which::ConvT, Which::ConvBW}) {
+            const Case k = make_case(w, c, Layout::NCX, 500 + row);
+            const ConvGeometry& g = k.g;
+            // the longest sum behind one element: CONV I_g·∏K, CONVT O_g·∏K, CONV_BW N·∏Y
+            const std::int64_t n = std::max({g.Ig * g.kernel_numel(), g.Og * g.kernel_numel(), g.N * g.out_numel()});
+            for (DType dt : {DType::f32, DType::f16, DType::bf16}) {
+                CheckOptions opt;
+                opt.names = k.names;
+                require_ok(check_precision(k.f, k.inputs, dt, n, opt),
+                           c.name + std::string(" / ") + k.name + " " + dtype_name(dt));
+            }
+        }
+    }
+}

@@ -1,0 +1,81 @@
+// `tapegrad gradcheck CASE.json`: the case's op on the tape (spec_op), checked with
+// gradcheck, gradgradcheck and the adjoint identity in f64 on random inputs of the case's
+// shapes, plus the case's dtype against f64 when it is not f64 (docs/gradcheck.md).
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <random>
+#include <string>
+
+#include "autograd/conv.hpp"
+#include "autograd/gradcheck.hpp"
+#include "tools/case_file.hpp"
+
+namespace tg {
+
+namespace {
+
+// Finite differences cost two runs of the op per element: look at a random subset.
+constexpr std::int64_t kMaxElements = 256;
+constexpr std::int64_t kMaxElementsSecond = 48;
+
+Tensor uniform(const Shape& s, std::mt19937_64& rng) {
+    std::uniform_real_distribution<double> u(-1, 1);
+    std::vector<double> v(static_cast<std::size_t>(shape_numel(s)));
+    for (double& x : v) x = u(rng);
+    return Tensor::from(s, v, DType::f64);
+}
+
+}  // namespace
+
+int cmd_gradcheck(const std::string& path) {
+    const CaseFile c = read_case(path);
+    DType dt;
+    const std::vector<Tensor> case_inputs = load_inputs(c, dt);
+    const ResolvedOp r = resolve_op(c.opset, c.op, c.attrs, case_inputs);
+
+    std::mt19937_64 rng(0);
+    std::vector<Tensor> x;
+    std::vector<std::string> names;
+    for (std::size_t i = 0; i < case_inputs.size(); ++i) {
+        const int ii = static_cast<int>(i);
+        const Tensor& t = case_inputs[i];
+        x.push_back(is_float(t.dtype()) ? uniform(t.shape(), rng) : t);
+        names.push_back(ii == r.data_input ? "data" : ii == r.filter_input ? "filter" : ii == r.bias_input ? "bias" : "output_shape");
+    }
+    const ag::Function f = [&r](const std::vector<ag::Variable>& v) { return ag::spec_op(r, v); };
+
+    ag::CheckOptions opt;
+    opt.names = names;
+    opt.max_elements = kMaxElements;
+    ag::CheckReport rep = ag::gradcheck(f, x, opt);
+    opt.max_elements = kMaxElementsSecond;
+    rep.add(ag::gradgradcheck(f, x, opt));
+    // With the bias at zero the op is linear in data and in filter.
+    std::vector<Tensor> lin = x;
+    if (r.has_bias) lin[static_cast<std::size_t>(r.bias_input)] = Tensor::zeros(x[static_cast<std::size_t>(r.bias_input)].shape(), DType::f64);
+    rep.add(ag::check_adjoint(f, lin, r.data_input, opt));
+    rep.add(ag::check_adjoint(f, lin, r.filter_input, opt));
+    if (dt != DType::f64) {
+        // The longest sum behind one element of the result or a gradient: CONV I_g·∏K,
+        // CONVT O_g·∏K, CONV_BW N·∏(o-side), bias N·∏(result spatial).
+        const ConvGeometry& g = r.geom;
+        const std::int64_t n = std::max({g.Ig * g.kernel_numel(), g.Og * g.kernel_numel(), g.N * g.out_numel(),
+                                         g.N * g.in_numel()});
+        rep.add(ag::check_precision(f, x, dt, n, opt));
+    }
+
+    std::cout << r.name << ", " << dtype_name(dt) << "; inputs uniform in [-1, 1] with the case's shapes (seed 0);\n"
+              << "finite differences in f64 on up to " << kMaxElements << " elements per input (" << kMaxElementsSecond
+              << " for gradgradcheck), chosen at random\n\n"
+              << rep.table();
+    if (!rep.ok) {
+        std::string first = rep.failures();
+        first = first.substr(0, first.find('\n'));
+        fail("gradcheck", r.name, ": gradient check failed: ", first);
+    }
+    std::cout << "all checks passed\n";
+    return 0;
+}
+
+}  // namespace tg
