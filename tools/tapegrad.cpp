@@ -10,6 +10,9 @@
 #include "tools/case_file.hpp"
 
 namespace tg {
+
+int cmd_gradcheck(const std::string& path);  // tools/gradcheck_cmd.cpp
+
 namespace {
 
 // Results above this size are refused before they are allocated (as .npy inputs are).
@@ -85,7 +88,9 @@ int cmd_explain(const std::string& path) {
 void usage(std::FILE* f) {
     std::fprintf(f,
                  "usage: tapegrad run CASE.json      run one op (CASES.md) and write its outputs\n"
-                 "       tapegrad explain CASE.json  show how padding and the output shape are resolved\n");
+                 "       tapegrad explain CASE.json  show how padding and the output shape are resolved\n"
+                 "       tapegrad gradcheck CASE.json  check the op's gradients (finite differences, second\n"
+                 "                                     derivatives, adjoint identity, dtype vs f64) on random inputs\n");
 }
 
 }  // namespace
@@ -104,7 +109,8 @@ int main(int argc, char** argv) {
     try {
         if (cmd == "run") return tg::cmd_run(path);
         if (cmd == "explain") return tg::cmd_explain(path);
-        std::fprintf(stderr, "error: unknown command '%s' (expected run or explain)\n", cmd.c_str());
+        if (cmd == "gradcheck") return tg::cmd_gradcheck(path);
+        std::fprintf(stderr, "error: unknown command '%s' (expected run, explain or gradcheck)\n", cmd.c_str());
         return 1;
     } catch (const std::exception& e) {
         std::string msg = e.what();
