@@ -399,8 +399,11 @@ ResolvedOp resolve_op(const std::string& opset, const std::string& op_name, cons
     for (const AxisResolution& ar : r.axes) g.pad_begin.push_back(ar.pb);
     if (spec->comp == Computation::Conv) { g.in_size = X; g.out_size = result_spatial; }
     else { g.in_size = result_spatial; g.out_size = X; }
-    g.validate();
+    // The result is the only tensor not yet allocated: name an overflow of its size after
+    // what set it, before validate() calls it by its geometry side ("data" for CONVT).
     r.result_shape = layout_shape(layout, N, result_C, result_spatial);
+    shape_numel(r.result_shape, out_shape ? "output_shape" : "output");
+    g.validate();
     return r;
 }
 
