@@ -231,13 +231,15 @@ def oracle(c, res, x, F, b):
     if is_nxc(c):  # step 1
         x = x.permute([0, D + 1] + list(range(1, D + 1)))
     Wt = op.formats[c["fmt"]][1](F, D).contiguous()  # step 2
+    # torch keeps strides in int32; a stride that only ever multiplies index 0 may be replaced
+    s = c.get("oracle_s", c["s"])
     if op.comp == "conv":  # step 4
         pad = []
         for a in reversed(range(D)):
             pad += [res[a][0], res[a][1]]
-        y = CONV[D](Fn.pad(x, pad), Wt, stride=c["s"], dilation=c["d"], groups=c["G"])
+        y = CONV[D](Fn.pad(x, pad), Wt, stride=s, dilation=c["d"], groups=c["G"])
     else:  # step 5
-        full = CONVT[D](x, Wt, stride=c["s"], dilation=c["d"], groups=c["G"])
+        full = CONVT[D](x, Wt, stride=s, dilation=c["d"], groups=c["G"])
         pad = []
         for a in reversed(range(D)):
             pad += [0, max(0, res[a][0] + res[a][2] - full.shape[2 + a])]
@@ -378,8 +380,13 @@ def make_case(name, category, c, rng):
     d = new_dir(name, category)
     inputs = ["data.npy", "filter.npy"]
     grad_inputs = ["ddata.npy", "dfilter.npy"]
-    np.save(os.path.join(d, "data.npy"), stored(arrs["data"], in_dt))
-    np.save(os.path.join(d, "filter.npy"), stored(arrs["filter"], in_dt))
+    xs, fs_ = stored(arrs["data"], in_dt), stored(arrs["filter"], in_dt)
+    if c.get("fortran_data"):
+        xs = np.asfortranarray(xs)
+    if c.get("big_endian_filter"):
+        fs_ = fs_.astype(fs_.dtype.newbyteorder(">"))
+    np.save(os.path.join(d, "data.npy"), xs)
+    np.save(os.path.join(d, "filter.npy"), fs_)
     if c.get("os_input") is not None:
         inputs.append("output_shape.npy")
         grad_inputs.append(None)
@@ -406,6 +413,8 @@ def make_case(name, category, c, rng):
         tol[k + ".npy"] = tolerance(dt, R, M)
     write_json(os.path.join(d, "case.json"), case)
     write_json(os.path.join(d, "expected", "tol.json"), tol)
+    if c.get("ok_or_error"):  # outside the contract: a clean refusal or the right values
+        write_json(os.path.join(d, "expected", "error.json"), {"expect": "ok_or_error", "why": c["ok_or_error"]})
     for k, want in (c.get("expect") or {}).items():  # the hand-computed numbers of OPS.md section 10
         got = vals[k].reshape(-1)
         assert got.shape == np.array(want).reshape(-1).shape and np.allclose(got, want, atol=1e-12), \
@@ -765,6 +774,33 @@ def gen_low_precision(rng):
     c = random_config(rng, op="dnn_ctbpd", dtype="f32", grad=True, limit=600)
     c["in_dtype"] = "f64"
     make_case("lp_dnn_ctbpd_f32_from_f64_files", "low_precision", c, rng)
+
+
+def gen_spelling_and_files(rng):
+    """Letter case of format strings (D10), and .npy variants outside the CASES.md contract."""
+    for k in ("dnn_conv", "dnn_ct", "dnn_cbd", "dnn_ctbpd", "dnn_ctbwd"):
+        for j, f in enumerate(OPS[k].formats):
+            c = random_config(rng, op=k, D=2, fmt=f, df=("NCX", "NXC")[j], dtype="f32", grad=False, limit=800)
+            c["data_format"] = ("ncx", "Nxc")[j]
+            c["fmt_spelling"] = f.lower() if j == 0 else f[0] + f[1:].lower()
+            make_case("case_%s_%s_%s" % (k, c["data_format"], c["fmt_spelling"]), "spelling", c, rng)
+    # C order and little-endian are the contract; Fortran order and big-endian are standard .npy
+    # that the reader may accept (then the values must be right) or refuse cleanly.
+    for k in ("ov_gconv", "dnn_ct"):
+        c = random_config(rng, op=k, D=2, dtype="f64", grad=True, limit=800)
+        c["fortran_data"] = True
+        c["big_endian_filter"] = True
+        c["ok_or_error"] = "Fortran-order data and big-endian filter .npy files"
+        make_case("file_%s_fortran_bigendian" % k, "spelling", c, rng)
+    # strides far above any size, with a small result: valid per OPS.md 3.3 (no upper bound); a
+    # refusal must still be clean
+    c = complete({"op": "dnn_ct", "a": 1, "b": 2, "X": [1, 2], "K": [3, 2], "s": [1 << 50, 3], "data_format": "NCX",
+                  "fmt": "IOX", "dtype": "f64", "ok_or_error": "stride 2^50 on an axis of size 1: result 3 long",
+                  "oracle_s": [1, 3]})
+    make_case("file_dnn_ct_stride_2p50_size1", "spelling", c, rng)
+    c = complete({"op": "ov_conv", "a": 2, "b": 1, "X": [5], "K": [3], "s": [1 << 50], "dtype": "f64",
+                  "ok_or_error": "stride 2^50: one output position", "oracle_s": [7]})
+    make_case("file_ov_conv_stride_2p50", "spelling", c, rng)
 
 
 def gen_random(rng):
@@ -1179,6 +1215,7 @@ def main():
     gen_low_precision(rng)
     gen_random(rng)
     gen_errors(rng)
+    gen_spelling_and_files(rng)
     total = 0
     for root, _, files in os.walk(OUT):
         total += sum(os.path.getsize(os.path.join(root, f)) for f in files)
