@@ -22,6 +22,7 @@ order passes; an indexing mistake is off by O(M). f16/bf16 inputs are rounded to
 dtype first; accumulation is f32 (eps_acc = eps_f32) and the final rounding adds
 rtol = 2*eps_dtype and 2*eps_dtype*M to atol.
 """
+import io
 import json
 import os
 import shutil
@@ -111,7 +112,6 @@ OPS = {
                      "IOX": (lambda G, a, b, K: [G * b, a] + K, _ident)},
                     "weights_format", _BP_AT + ["groups", "data_format", "weights_format"]),
 }
-TRANSPOSED_WITH_OPAD = ("ov_cbd", "ov_gcbd", "dnn_ct")  # output_padding changes the result
 
 
 # ------------------------------------------------------------------------------------------------
@@ -342,7 +342,12 @@ def attrs_of(c):
 
 
 def complete(c):
-    """Fills the defaults of a config dict (see random_config for the keys)."""
+    """Fills the defaults of a config dict. Keys: op (a key of OPS), N, G, a, b (channels per group of
+    the data input and of the result), per-axis lists X, K, s, d, pb, pe, opad (output_padding);
+    auto_pad, data_format, fmt (None: omitted, so the default applies); oshape (the requested
+    spatial output) with os_input / os_attr (the value written, full or spatial) and os_dtype;
+    bias, dtype, in_dtype (of the files), grad, omit (attributes left out), fixed (given values),
+    expect (numbers to assert), ok_or_error (a reason: refusal also accepted)."""
     c = dict(c)
     D = len(c["X"])
     for k, v in (("s", 1), ("d", 1), ("pb", 0), ("pe", 0), ("opad", 0)):
@@ -881,7 +886,6 @@ def gen_examples(rng):
 # ------------------------------------------------------------------------------------------------
 
 def npy_bytes(arr):
-    import io
     b = io.BytesIO()
     np.save(b, arr)
     return b.getvalue()
