@@ -160,7 +160,7 @@ std::string CheckReport::table() const {
     os << line;
     for (const CheckRow& r : rows) {
         const std::string elems = std::to_string(r.checked) + "/" + std::to_string(r.total);
-        const std::string at = r.index.empty() ? "-" : shape_str(r.index);
+        const std::string at = r.check == "adjoint" ? "-" : shape_str(r.index);
         std::snprintf(line, sizeof line, "%-15s %-16s %-11s %-18s %13.6g %13.6g %10.3g %10.3g %10.3g  %s\n",
                       r.check.c_str(), r.tensor.c_str(), elems.c_str(), at.c_str(), r.a, r.b, r.abs_err, r.rel_err, r.tol,
                       r.ok ? "ok" : "FAIL");
@@ -283,8 +283,9 @@ CheckReport check_precision(const Function& f, const std::vector<Tensor>& inputs
         return r;
     };
     const Run lo = run(low, dtype), hi = run(ref, DType::f64);
-    const double eps = dtype_epsilon(dtype);
-    const double factor = 4 * eps * std::sqrt(static_cast<double>(std::max<std::int64_t>(1, reduction_length)));
+    const double eps = dtype_epsilon(dtype), eps_acc = dtype_epsilon(dtype == DType::f64 ? DType::f64 : DType::f32);
+    const double factor = opt.roundings * eps +
+                          4 * eps_acc * std::sqrt(static_cast<double>(std::max<std::int64_t>(1, reduction_length)));
     const std::string check = std::string(dtype_name(dtype)) + " vs f64";
     CheckReport rep;
     auto compare = [&](const Tensor& a, const Tensor& b, const std::string& what) {

@@ -34,6 +34,9 @@ struct CheckOptions {
     std::int64_t max_elements = 0;
     std::uint64_t seed = 0;  // for v, the subset and the adjoint's random vectors
     std::vector<std::string> names;  // input names for the report (default "input i")
+    // check_precision: how many times a value may be rounded to the low dtype on its way
+    // through f and its backward (each op rounds its result once; a conv with a bias: 2).
+    int roundings = 2;
 };
 
 struct CheckRow {
@@ -62,8 +65,11 @@ CheckReport gradgradcheck(const Function& f, const std::vector<Tensor>& inputs, 
 CheckReport check_adjoint(const Function& f, const std::vector<Tensor>& inputs, int linear_input,
                           const CheckOptions& opt = {});
 // Runs f and its backward in `dtype` and in f64 on the inputs rounded to `dtype`; each
-// tensor (result, then each gradient) passes when max|low − f64| ≤ 4·ε·√n·max|f64|, with
-// n = reduction_length (the longest sum behind one element, e.g. I_g·∏K for a conv).
+// tensor (result, then each gradient) passes when
+//     max|low − f64| ≤ (roundings·ε + 4·√n·ε_acc)·max|f64|
+// with ε the dtype's epsilon, ε_acc that of the accumulation type (f32 for f32, f16 and
+// bf16, whose kernels accumulate in f32) and n = reduction_length, the longest sum behind
+// one element (I_g·∏K for a conv, N·∏Y for its weight gradient).
 CheckReport check_precision(const Function& f, const std::vector<Tensor>& inputs, DType dtype,
                             std::int64_t reduction_length, const CheckOptions& opt = {});
 

@@ -1,0 +1,43 @@
+// The autograd example of the README (docs/autograd.md): a small model, its gradients, and
+// a gradient check. Built with the project, so the README's snippet always compiles.
+#include <iostream>
+#include <random>
+
+#include "autograd/conv.hpp"
+#include "autograd/gradcheck.hpp"
+#include "autograd/ops.hpp"
+
+using namespace tg;
+using namespace tg::ag;
+
+static Tensor randn(const Shape& s) {
+    static std::mt19937 rng(0);
+    std::normal_distribution<double> nd;
+    std::vector<double> v(static_cast<std::size_t>(shape_numel(s)));
+    for (double& e : v) e = nd(rng);
+    return Tensor::from(s, v, DType::f64);
+}
+
+int main() {
+    // 1-D conv, 2 -> 3 channels, kernel 3, stride 2, pad 1, on 4 signals of length 8 -> length 4
+    const ConvGeometry g{.N = 4, .G = 1, .Ig = 2, .Og = 3, .kernel = {3}, .stride = {2}, .dilation = {1},
+                         .pad_begin = {1}, .in_size = {8}, .out_size = {4}};
+    auto model = [&](const std::vector<Variable>& p) {  // p = {x, W, b, V}
+        Variable h = tanh(add_channel_bias(conv(p[0], p[1], g), p[2], Layout::NCX));
+        return matmul(reshape(h, {4, 12}), p[3]);  // [N, 3·4] · [12, 1]
+    };
+    Variable x = constant(randn(g.in_shape())), target = constant(randn({4, 1}));
+    Variable W = param(randn(g.weight_shape()), "W"), b = param(randn({3}), "b"), V = param(randn({12, 1}), "V");
+
+    Variable loss = mse_loss(model({x, W, b, V}), target);
+    loss.backward();  // W.grad(), b.grad(), V.grad() now hold d loss / d parameter
+    std::cout << "loss " << loss.item() << ", dloss/db " << shape_str(b.grad().shape()) << " = ["
+              << b.grad().values()[0] << ", ...]\n";
+
+    // Finite differences (f64) against the tape, for every input including x.
+    auto f = [&](const std::vector<Variable>& p) { return mse_loss(model(p), target); };
+    CheckReport r = gradcheck(f, {x.value(), W.value(), b.value(), V.value()}, {.names = {"x", "W", "b", "V"}});
+    r.add(gradgradcheck(f, {x.value(), W.value(), b.value(), V.value()}, {.names = {"x", "W", "b", "V"}}));
+    std::cout << r.table();
+    return r.ok ? 0 : 1;
+}

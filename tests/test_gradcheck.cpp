@@ -1,0 +1,253 @@
+// The checks must fail, with the right report, when a backward is wrong. The broken ops
+// below exist only here; each is recorded with record() exactly as a library op would be.
+// Plus `tapegrad gradcheck` on a case file.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "autograd/conv.hpp"
+#include "autograd/gradcheck.hpp"
+#include "autograd/ops.hpp"
+#include "core/npy.hpp"
+#include "ops/conv_kernels.hpp"
+#include "ops/elementwise.hpp"
+
+using namespace tg;
+using namespace tg::ag;
+
+namespace {
+
+Tensor rnd(const Shape& s, std::uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    std::uniform_real_distribution<double> u(0.5, 1.5);  // away from 0: ratios below are well defined
+    std::vector<double> v(static_cast<std::size_t>(shape_numel(s)));
+    for (double& x : v) x = u(rng);
+    return Tensor::from(s, v, DType::f64);
+}
+
+// x² with the backward 3x·g instead of 2x·g.
+Variable bad_square(const Variable& x) {
+    return record("bad_square", binary_op(BinaryOp::Mul, x.value(), x.value()), {x}, {.inputs = {0}, .output = false},
+                  [](const SavedContext& c, const Variable& g) -> Grads { return {g * c.input(0) * 3.0}; });
+}
+
+// x³ whose backward is right but computed outside the tape (a constant): the first
+// derivative is correct, the second is lost.
+Variable detached_cube(const Variable& x) {
+    const Tensor v = x.value();
+    std::vector<double> y = v.values();
+    for (double& e : y) e = e * e * e;
+    return record("detached_cube", Tensor::from(v.shape(), y), {x}, {.inputs = {0}, .output = false},
+                  [](const SavedContext& c, const Variable& g) -> Grads {
+                      const Variable x = c.input(0);
+                      return {g * constant((x * x * 3.0).value())};
+                  });
+}
+
+// CONV whose data gradient uses pads_begin + 1: the right shape, the wrong adjoint.
+Variable shifted_conv(const Variable& x, const Variable& W, const ConvGeometry& g) {
+    return record("shifted_conv", conv_forward(x.value(), W.value(), g), {x, W}, {.inputs = {0, 1}, .output = false},
+                  [g](const SavedContext& c, const Variable& gy) -> Grads {
+                      ConvGeometry h = g;
+                      for (auto& p : h.pad_begin) p += 1;
+                      return {conv_transpose(gy, c.input(1), h), conv_weight_grad(c.input(0), gy, g)};
+                  });
+}
+
+// CONV with correct gradients computed by raw kernels (not recorded): no double backward.
+Variable raw_backward_conv(const Variable& x, const Variable& W, const ConvGeometry& g) {
+    return record("raw_backward_conv", conv_forward(x.value(), W.value(), g), {x, W},
+                  {.inputs = {0, 1}, .output = false}, [g](const SavedContext& c, const Variable& gy) -> Grads {
+                      return {constant(conv_transposed(gy.value(), c.input(1).value(), g)),
+                              constant(tg::conv_weight_grad(c.input(0).value(), gy.value(), g))};
+                  });
+}
+
+ConvGeometry small_geometry() {
+    ConvGeometry g;
+    g.N = 2;
+    g.G = 2;
+    g.Ig = 2;
+    g.Og = 1;
+    g.kernel = {3, 2};
+    g.stride = {2, 1};
+    g.dilation = {1, 2};
+    g.pad_begin = {1, 0};
+    g.in_size = {5, 4};
+    g.out_size = {3, 2};
+    return g;
+}
+
+const CheckRow& row_of(const CheckReport& r, const std::string& tensor) {
+    for (const CheckRow& row : r.rows)
+        if (row.tensor == tensor) return row;
+    FAIL("no row for " << tensor << "\n" << r.table());
+    throw std::logic_error("unreachable");
+}
+
+}  // namespace
+
+TEST_CASE("gradcheck reports the worst element of a wrong backward", "[gradcheck]") {
+    const Tensor x = rnd({2, 3}, 1);
+    const Function f = [](const std::vector<Variable>& v) { return bad_square(v[0]); };
+    CheckOptions opt;
+    opt.names = {"x"};
+    const CheckReport r = gradcheck(f, {x}, opt);
+    INFO(r.table());
+    REQUIRE_FALSE(r.ok);
+    const CheckRow& row = row_of(r, "x");
+    CHECK_FALSE(row.ok);
+    CHECK(row.check == "gradcheck");
+    CHECK(row.checked == 6);
+    REQUIRE(row.index.size() == 2);
+    // analytic 3x·v against numeric 2x·v, whatever v is
+    CHECK(row.a / row.b == Approx(1.5).epsilon(1e-6));
+    CHECK(row.abs_err == Approx(std::fabs(row.a - row.b)));
+    CHECK(row.rel_err == Approx(0.5).epsilon(1e-6));
+    const std::string msg = r.failures();
+    CHECK_THAT(msg, Catch::Contains("gradcheck x at " + shape_str(row.index)));
+    CHECK_THAT(r.table(), Catch::Contains("FAIL"));
+    // the same function with a correct backward passes
+    CHECK(gradcheck([](const std::vector<Variable>& v) { return v[0] * v[0]; }, {x}, opt).ok);
+}
+
+TEST_CASE("gradgradcheck catches a backward that is right but not differentiable", "[gradcheck]") {
+    const Tensor x = rnd({4}, 2);
+    const Function f = [](const std::vector<Variable>& v) { return detached_cube(v[0]); };
+    CheckOptions opt;
+    opt.names = {"x"};
+    CHECK(gradcheck(f, {x}, opt).ok);
+    const CheckReport r = gradgradcheck(f, {x}, opt);
+    INFO(r.table());
+    REQUIRE_FALSE(r.ok);
+    const CheckRow& rx = row_of(r, "x");
+    CHECK_FALSE(rx.ok);
+    CHECK(rx.a == 0);  // the tape sees no dependence on x
+    CHECK(std::fabs(rx.b) > 0.1);  // ∂(3x²v)/∂x = 6xv
+    CHECK(row_of(r, "grad_output").ok);  // linear in v: that part is right
+    CHECK_THAT(r.failures(), Catch::Contains("gradgradcheck x at"));
+
+    // the conv version of the same mistake
+    const ConvGeometry g = small_geometry();
+    const Function fc = [g](const std::vector<Variable>& v) { return raw_backward_conv(v[0], v[1], g); };
+    const std::vector<Tensor> in{rnd(g.in_shape(), 3), rnd(g.weight_shape(), 4)};
+    opt.names = {"x", "W"};
+    opt.max_elements = 16;
+    CHECK(gradcheck(fc, in, opt).ok);
+    CHECK(check_adjoint(fc, in, 0, opt).ok);
+    const CheckReport rc = gradgradcheck(fc, in, opt);
+    INFO(rc.table());
+    CHECK_FALSE(rc.ok);
+    CHECK_FALSE(row_of(rc, "x").ok);
+    CHECK_FALSE(row_of(rc, "W").ok);
+}
+
+TEST_CASE("check_adjoint and gradcheck catch a wrong transpose; the other argument stays correct", "[gradcheck]") {
+    const ConvGeometry g = small_geometry();
+    const Function f = [g](const std::vector<Variable>& v) { return shifted_conv(v[0], v[1], g); };
+    const std::vector<Tensor> in{rnd(g.in_shape(), 5), rnd(g.weight_shape(), 6)};
+    CheckOptions opt;
+    opt.names = {"x", "W"};
+    const CheckReport adj_x = check_adjoint(f, in, 0, opt);
+    INFO(adj_x.table());
+    CHECK_FALSE(adj_x.ok);
+    CHECK(adj_x.rows[0].abs_err > 1e3 * adj_x.rows[0].tol);
+    CHECK_THAT(adj_x.failures(), Catch::Contains("adjoint x"));
+    CHECK(check_adjoint(f, in, 1, opt).ok);
+    const CheckReport gc = gradcheck(f, in, opt);
+    CHECK_FALSE(row_of(gc, "x").ok);
+    CHECK(row_of(gc, "W").ok);
+    // and the real conv passes all three
+    const Function good = [g](const std::vector<Variable>& v) { return conv(v[0], v[1], g); };
+    CHECK(check_adjoint(good, in, 0, opt).ok);
+    CHECK(gradcheck(good, in, opt).ok);
+    opt.max_elements = 16;
+    CHECK(gradgradcheck(good, in, opt).ok);
+}
+
+TEST_CASE("check_precision fails a low-precision path that drifts from f64", "[gradcheck]") {
+    // correct in f64, off by 1% in f16 (an 'accumulated in f16' kind of bug)
+    const Function f = [](const std::vector<Variable>& v) {
+        const Variable y = v[0] * v[0];
+        return v[0].dtype() == DType::f16 ? y * 1.01 : y;
+    };
+    const Tensor x = rnd({8}, 7);
+    const CheckReport r = check_precision(f, {x}, DType::f16, 1);
+    INFO(r.table());
+    CHECK_FALSE(r.ok);
+    CHECK_FALSE(row_of(r, "output").ok);
+    CHECK(check_precision(f, {x}, DType::bf16, 1).ok);
+}
+
+TEST_CASE("check_precision fails a sum accumulated in the low precision", "[gradcheck]") {
+    // 64 row sums of 1024 elements: accumulated in f32 and rounded once, or as running sums
+    // rounded to f16 at every step, the bug the reduction-length term must not excuse.
+    const Function good = [](const std::vector<Variable>& v) { return sum(v[0], {1}); };
+    const Function running = [](const std::vector<Variable>& v) {
+        Variable acc = slice(v[0], 1, 0, 1);
+        for (std::int64_t i = 1; i < v[0].shape()[1]; ++i) acc = acc + slice(v[0], 1, i, i + 1);
+        return reshape(acc, {v[0].shape()[0]});
+    };
+    const Tensor x = tg::affine(rnd({64, 1024}, 12), 1, -1);  // zero mean: the partial sums wander
+    CHECK(check_precision(good, {x}, DType::f16, 1024).ok);
+    const CheckReport r = check_precision(running, {x}, DType::f16, 1024);
+    INFO(r.table());
+    CHECK_FALSE(row_of(r, "output").ok);
+}
+
+namespace {
+
+std::string run_capture(const std::string& cmd, int& rc) {
+    std::string out;
+    FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+    REQUIRE(p);
+    char buf[4096];
+    while (std::fgets(buf, sizeof buf, p)) out += buf;
+    rc = WEXITSTATUS(pclose(p));
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("tapegrad gradcheck runs the three checks on a case and prints a table", "[gradcheck]") {
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::temp_directory_path() / ("tapegrad_gradcheck_" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    write_npy((dir / "data.npy").string(), rnd({1, 4, 5, 5}, 8).to(DType::f32));
+    write_npy((dir / "weights.npy").string(), rnd({4, 3, 3, 3}, 9).to(DType::f32));  // IOX [IC, OC/g, K]
+    write_npy((dir / "bias.npy").string(), rnd({6}, 10).to(DType::f32));
+    {
+        std::ofstream c(dir / "case.json");
+        c << R"({"opset": "onednn", "op": "ConvTranspose",
+                 "attrs": {"strides": [2, 1], "pads_begin": [1, 0], "pads_end": [0, 1], "output_padding": [1, 0],
+                           "groups": 2, "data_format": "NCX", "weights_format": "IOX"},
+                 "inputs": ["data.npy", "weights.npy", "bias.npy"], "output": "out.npy"})";
+    }
+    int rc = -1;
+    const std::string out = run_capture(std::string(TAPEGRAD_EXE) + " gradcheck " + (dir / "case.json").string(), rc);
+    INFO(out);
+    CHECK(rc == 0);
+    for (const char* s : {"gradcheck       data", "gradcheck       filter", "gradcheck       bias", "gradgradcheck",
+                          "adjoint         data", "adjoint         filter", "f32 vs f64      grad filter", "all checks passed"})
+        CHECK_THAT(out, Catch::Contains(s));
+    CHECK_THAT(out, !Catch::Contains("FAIL"));
+    CHECK_FALSE(fs::exists(dir / "out.npy"));  // gradcheck writes nothing
+
+    // an invalid case: exit 1 with one error: line
+    {
+        std::ofstream c(dir / "bad.json");
+        c << R"({"op": "Convolution", "inputs": ["data.npy", "missing.npy"], "output": "out.npy"})";
+    }
+    const std::string bad = run_capture(std::string(TAPEGRAD_EXE) + " gradcheck " + (dir / "bad.json").string(), rc);
+    CHECK(rc == 1);
+    CHECK(bad.rfind("error: ", 0) == 0);
+    CHECK(std::count(bad.begin(), bad.end(), '\n') == 1);
+    fs::remove_all(dir);
+}
