@@ -933,3 +933,31 @@ TEST_CASE("oneDNN op gradients match central differences in f64, both layouts, e
                     }
     CHECK(checked == 3 * 5 * 2 * 2 * 2);
 }
+
+TEST_CASE("oneDNN ops with N = 0: empty results and gradients of the right shapes (OPS.md 3.4)", "[onednn]") {
+    std::mt19937_64 rng(100);
+    for (const OneDnnOp& o : onednn_ops())
+        for (Layout l : {Layout::NCX, Layout::NXC}) {
+            INFO(o.name << " " << layout_name(l));
+            BaseCase b = base_case(o.name);  // NXC; moved to NCX by hand when needed
+            Shape xs = to_ncx(b.inputs[0], Layout::NXC).shape();
+            xs[0] = 0;
+            std::vector<Tensor> in{to_layout(Tensor::zeros(xs, DType::f64), l), b.inputs[1]};
+            // With N = 0 the full output_shape form would need a 0, which 3.3 forbids: spatial only.
+            if (o.needs_output_shape) in.push_back(shape_input({5}));
+            if (o.has_bias) in.push_back(random_tensor({b.result.back()}, rng));
+            const Attrs a{{"data_format", df(l)}};
+            const ResolvedOp r = resolve_op("onednn", o.name, a, in);
+            Shape want{0, b.result[2], b.result[1]};  // NCX
+            CHECK(r.result_shape == shape_in_layout(want, l));
+            const Tensor y = run_op(r, in);
+            CHECK(y.shape() == r.result_shape);
+            CHECK(y.numel() == 0);
+            const std::vector<Tensor> g = run_op_backward(r, in, Tensor::zeros(r.result_shape, DType::f64));
+            CHECK(g[0].shape() == in[0].shape());
+            // No images: the filter and bias gradients are sums over nothing.
+            CHECK(g[1].shape() == in[1].shape());
+            CHECK(max_abs_diff(g[1], Tensor::zeros(in[1].shape(), DType::f64)) == 0);
+            if (o.has_bias) CHECK(max_abs_diff(g[2], Tensor::zeros({b.result.back()}, DType::f64)) == 0);
+        }
+}
