@@ -95,6 +95,8 @@ void set_num_threads(int n) {
 
 int num_threads() { return thread_setting(); }
 
+int team_size(double work, double min_work) { return work < min_work ? 1 : thread_setting(); }
+
 template <>
 void gemm<float>(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
                  std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc) {

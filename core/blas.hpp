@@ -17,4 +17,9 @@ void gemm(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64
 void set_num_threads(int n);
 int num_threads();
 
+// The team worth starting for `work` units of work when a team only pays off from
+// `min_work` units on (below it: 1 thread, since a fork, barriers and a descheduled thread
+// on a busy machine cost more than they save).
+int team_size(double work, double min_work);
+
 }  // namespace tg

@@ -72,7 +72,7 @@ struct Axes {
     void valid_range(std::int64_t a0, std::int64_t len, std::int64_t kbase, std::int64_t& lo, std::int64_t& hi) const {
         const int L = D - 1;
         const std::int64_t sl = s[L];
-        const std::int64_t jmin = kbase >= 0 ? 0 : (-kbase + sl - 1) / sl;
+        const std::int64_t jmin = kbase >= 0 ? 0 : -kbase / sl + (-kbase % sl != 0);
         const std::int64_t top = X[L] - 1 - kbase;
         const std::int64_t jmax_excl = top < 0 ? 0 : top / sl + 1;
         lo = std::clamp<std::int64_t>(jmin - a0, 0, len);

@@ -38,13 +38,18 @@ std::vector<T> taps_major(const ConvGeometry& g, const T* w) {
 
 std::int64_t part(std::int64_t n, std::int64_t t, std::int64_t T) { return n * t / T; }
 
+// Multiply-adds of a depthwise call; about a millisecond's worth is needed for a team.
+int threads_for(const ConvGeometry& g) {
+    return team_size(static_cast<double>(g.N) * g.G * g.out_numel() * g.kernel_numel(), 1e6);
+}
+
 }  // namespace
 
 template <class T>
 void depthwise_forward(const ConvGeometry& g, const T* x, const T* w, T* y) {
     const Axes ax(g);
     const std::int64_t P = g.out_numel(), G = g.G, N = g.N, Kn = ax.Kn;
-    const int nt = num_threads();
+    const int nt = threads_for(g);
     if (g.layout == Layout::NCX) {
 #pragma omp parallel for num_threads(nt) schedule(static)
         for (std::int64_t plane = 0; plane < N * G; ++plane) {
@@ -82,7 +87,7 @@ template <class T>
 void depthwise_transposed(const ConvGeometry& g, const T* u, const T* w, T* r) {
     const Axes ax(g);
     const std::int64_t P = g.out_numel(), G = g.G, N = g.N, Kn = ax.Kn;
-    const int nt = num_threads();
+    const int nt = threads_for(g);
     if (g.layout == Layout::NCX) {
         // A plane's taps all land in its own plane: planes never collide.
 #pragma omp parallel for num_threads(nt) schedule(static)
@@ -126,7 +131,7 @@ template <class T>
 void depthwise_weight_grad(const ConvGeometry& g, const T* x, const T* u, T* dw) {
     const Axes ax(g);
     const std::int64_t P = g.out_numel(), G = g.G, N = g.N, Kn = ax.Kn;
-    const int nt = num_threads();
+    const int nt = threads_for(g);
     if (g.layout == Layout::NCX) {
         // One group per task, summing over images and runs in a fixed order.
 #pragma omp parallel for num_threads(nt) schedule(static)

@@ -8,26 +8,26 @@ namespace tg {
 namespace {
 
 std::int64_t prod(const Shape& s) { return shape_numel(s, "shape"); }
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return a / b + (a % b != 0); }
 std::string num(std::int64_t v) { return std::to_string(v); }
 
-// Every per-axis input is at most 2^40 (checked by the caller) and the two products below
-// at most 2^50, so the sums the rules form stay far inside int64.
-constexpr std::int64_t kProductLimit = std::int64_t{1} << 50;
+// The rules accept any int64 attribute, compute in 128 bits, and keep every derived
+// length at most 2^62, so the kernels' index arithmetic (j·s + k·d − pb) cannot overflow.
+using wide = __int128;
+constexpr wide kLengthLimit = wide{1} << 62;
 
-std::int64_t bounded_product(std::int64_t a, std::int64_t b, const char* key, const AxisParams& p, const std::string& op) {
-    const std::int64_t v = checked_mul(a, b, key);
-    if (v > kProductLimit)
-        fail(key, op, ": on spatial axis ", p.axis, " ", key, " gives an extent ", a, "*", b, " larger than 2^50");
-    return v;
+std::int64_t narrow(wide v, const char* key, const AxisParams& p, const std::string& op, const char* what) {
+    if (v > kLengthLimit || v < -kLengthLimit)
+        fail(key, op, ": on spatial axis ", p.axis, " ", key, " makes the ", what, " larger than 2^62");
+    return static_cast<std::int64_t>(v);
 }
 
 std::int64_t effective(const AxisParams& p, const std::string& op) {
-    return bounded_product(p.d, p.K - 1, "dilations", p, op) + 1;
+    return narrow(wide{p.d} * (p.K - 1) + 1, "dilations", p, op, "dilated kernel extent");
 }
 
 std::int64_t full_length(const AxisParams& p, std::int64_t eff, const std::string& op) {
-    return bounded_product(p.s, p.X - 1, "strides", p, op) + eff;
+    return narrow(wide{p.s} * (p.X - 1) + eff, "strides", p, op, "full transposed length");
 }
 
 // Forward SAME split: T = max(0, (⌈X/s⌉−1)·s + eff − X); the odd unit goes to the end for
@@ -68,10 +68,11 @@ void ConvGeometry::validate() const {
     for (std::size_t a = 0; a < D; ++a) {
         if (kernel[a] < 1 || stride[a] < 1 || dilation[a] < 1 || pad_begin[a] < 0 || in_size[a] < 1 || out_size[a] < 1)
             fail("geometry", "ConvGeometry: bad value on axis ", a);
-        // The largest index formed is j·s + k·d (before subtracting pb): keep it in range.
-        const std::int64_t far = checked_mul(out_size[a], stride[a], "geometry") +
-                                 checked_mul(kernel[a], dilation[a], "geometry");
-        if (far < 0) fail("geometry", "ConvGeometry: index overflow on axis ", a);
+        // The kernels form j·s + k·d − pb and compare it with X: all of it must stay far
+        // from the int64 limits (the padding rules guarantee this for the spec ops).
+        const wide far = wide{out_size[a] - 1} * stride[a] + wide{kernel[a] - 1} * dilation[a];
+        if (far > kLengthLimit || wide{in_size[a]} + pad_begin[a] > kLengthLimit)
+            fail("geometry", "ConvGeometry: the indices on spatial axis ", a, " exceed 2^62");
     }
     // Every tensor and the weight must have a representable element count.
     shape_numel(in_shape(), "data");
@@ -106,7 +107,7 @@ AxisResolution resolve_forward(const AxisParams& p, AutoPad ap, const std::strin
     const std::string eff_s = "eff = " + num(p.d) + "*(" + num(p.K) + "-1)+1 = " + num(r.eff);
     if (ap == AutoPad::SameUpper || ap == AutoPad::SameLower) {
         r.out = ceil_div(p.X, p.s);
-        r.total = std::max<std::int64_t>(0, (r.out - 1) * p.s + r.eff - p.X);
+        r.total = narrow(std::max<wide>(0, wide{r.out - 1} * p.s + r.eff - p.X), "strides", p, op, "total padding");
         same_split(r.total, ap == AutoPad::SameUpper, r.pb, r.pe);
         r.rule = std::string("F ") + auto_pad_name(ap);
         r.formula = eff_s + "; Y = ceil(X/s) = ceil(" + num(p.X) + "/" + num(p.s) + ") = " + num(r.out) +
@@ -116,8 +117,9 @@ AxisResolution resolve_forward(const AxisParams& p, AutoPad ap, const std::strin
         return r;
     }
     if (ap == AutoPad::Explicit) { r.pb = p.pads_begin; r.pe = p.pads_end; }
+    const std::int64_t padded =
+        narrow(wide{p.X} + r.pb + r.pe, r.pe > r.pb ? "pads_end" : "pads_begin", p, op, "padded input");
     r.total = r.pb + r.pe;
-    const std::int64_t padded = p.X + r.pb + r.pe;
     if (padded < r.eff)
         fail("filter", op, ": on spatial axis ", p.axis, " the dilated kernel (extent ", r.eff, " = ", p.d, "*(", p.K,
              "-1)+1) is larger than the padded input (X ", p.X, " + pads_begin ", r.pb, " + pads_end ", r.pe, " = ",
@@ -140,8 +142,8 @@ AxisResolution resolve_transposed_ov(const AxisParams& p, AutoPad ap, std::optio
         if (ap == AutoPad::Explicit) {
             r.pb = p.pads_begin;
             r.pe = p.pads_end;
-            r.total = r.pb + r.pe;
-            r.out = r.L - r.pb - r.pe + p.output_padding;
+            r.total = narrow(wide{r.pb} + r.pe, "pads_end", p, op, "total padding");
+            r.out = narrow(wide{r.L} - r.pb - r.pe + p.output_padding, "output_padding", p, op, "output");
             r.rule = "T-OV explicit";
             r.formula = L_s + "; Y = L - pb - pe + output_padding = " + num(r.L) + " - " + num(r.pb) + " - " + num(r.pe) +
                         " + " + op_s + " = " + num(r.out);
@@ -149,18 +151,21 @@ AxisResolution resolve_transposed_ov(const AxisParams& p, AutoPad ap, std::optio
                 fail("pads_begin", op, ": on spatial axis ", p.axis, " the output size ", r.L, " - pads_begin ", r.pb,
                      " - pads_end ", r.pe, " + output_padding ", p.output_padding, " = ", r.out, " is < 1");
         } else {
-            r.out = r.L + p.output_padding;
+            r.out = narrow(wide{r.L} + p.output_padding, "output_padding", p, op, "output");
             r.rule = std::string("T-OV ") + auto_pad_name(ap) + " without output_shape (pads 0)";
             r.formula = L_s + "; Y = L + output_padding = " + num(r.L) + " + " + op_s + " = " + num(r.out);
         }
         return r;
     }
+    if (*requested > kLengthLimit)
+        fail("output_shape", op, ": output_shape ", *requested, " on spatial axis ", p.axis, " is larger than 2^62");
     r.out = *requested;
     const std::string head = L_s + "; Y = output_shape = " + num(r.out);
     switch (ap) {
         case AutoPad::SameUpper:
         case AutoPad::SameLower: {
-            r.total = std::max<std::int64_t>(0, r.L + p.output_padding - r.out);
+            r.total = narrow(std::max<wide>(0, wide{r.L} + p.output_padding - r.out), "output_padding", p, op,
+                             "total padding");
             // OpenVINO puts the odd unit at the beginning for same_upper here (OPS.md D1).
             if (ap == AutoPad::SameUpper) { r.pe = r.total / 2; r.pb = r.total - r.pe; }
             else { r.pb = r.total / 2; r.pe = r.total - r.pb; }
@@ -172,14 +177,14 @@ AxisResolution resolve_transposed_ov(const AxisParams& p, AutoPad ap, std::optio
         }
         case AutoPad::Explicit:
             r.pb = p.pads_begin;
-            r.pe = r.L + p.output_padding - r.pb - r.out;
-            r.total = r.pb + r.pe;
+            r.pe = narrow(wide{r.L} + p.output_padding - r.pb - r.out, "pads_begin", p, op, "implied pads_end");
+            r.total = narrow(wide{r.pb} + r.pe, "pads_begin", p, op, "total padding");
             r.rule = "T-OV explicit with output_shape (pads_end ignored)";
             r.formula = head + "; pads_begin " + num(r.pb) + "; implied pads_end = L + output_padding - pb - Y = " + num(r.pe);
             break;
         case AutoPad::Valid:
             r.pb = 0;
-            r.pe = r.L + p.output_padding - r.out;
+            r.pe = narrow(wide{r.L} + p.output_padding - r.out, "output_padding", p, op, "implied pads_end");
             r.total = r.pe;
             r.rule = "T-OV valid with output_shape";
             r.formula = head + "; pads_begin 0; implied pads_end = L + output_padding - Y = " + num(r.pe);
@@ -195,8 +200,8 @@ AxisResolution resolve_transposed_ct(const AxisParams& p, AutoPad ap, const std:
     r.L = full_length(p, r.eff, op);
     if (ap == AutoPad::Explicit) { r.pb = p.pads_begin; r.pe = p.pads_end; }
     else if (ap != AutoPad::Valid) same_split(std::max<std::int64_t>(0, r.eff - p.s), ap == AutoPad::SameUpper, r.pb, r.pe);
-    r.total = r.pb + r.pe;
-    r.out = r.L - r.pb - r.pe + p.output_padding;
+    r.total = narrow(wide{r.pb} + r.pe, "pads_end", p, op, "total padding");
+    r.out = narrow(wide{r.L} - r.pb - r.pe + p.output_padding, "output_padding", p, op, "output");
     r.rule = std::string("T-CT ") + auto_pad_name(ap);
     r.formula = "L = s*(X-1) + eff = " + num(p.s) + "*(" + num(p.X) + "-1) + " + num(r.eff) + " = " + num(r.L) +
                 (ap == AutoPad::SameUpper || ap == AutoPad::SameLower

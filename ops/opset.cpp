@@ -366,14 +366,6 @@ ResolvedOp resolve_op(const std::string& opset, const std::string& op_name, cons
         p.pads_end = pads_end[a];
         p.output_padding = output_padding[a];
         p.axis = a;
-        // Guard the rules' arithmetic: every term below stays far from int64 limits.
-        const std::int64_t lim = std::int64_t{1} << 40;
-        const std::pair<const char*, std::int64_t> checked[] = {
-            {"strides", p.s}, {"dilations", p.d}, {"pads_begin", p.pads_begin}, {"pads_end", p.pads_end},
-            {"output_padding", p.output_padding}, {dn.c_str(), p.X}, {fn.c_str(), p.K}};
-        for (const auto& [key, v] : checked)
-            if (v > lim) fail(key, op, ": ", key, " on spatial axis ", a, " is ", v, ", larger than 2^40");
-        if (out_shape && Yspatial[a] > lim) fail("output_shape", op, ": output_shape value ", Yspatial[a], " is larger than 2^40");
         AxisResolution ar;
         switch (spec->rule) {
             case Rule::F: ar = resolve_forward(p, ap, op); break;
