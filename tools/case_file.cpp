@@ -27,7 +27,8 @@ AttrValue to_attr(const std::string& key, const json& v) {
         std::vector<std::int64_t> out;
         for (const json& e : v) {
             if (!e.is_number_integer())
-                fail(key, "attribute ", key, " must hold integers, found ", e.dump());
+                fail(key, "attribute ", key, " is the list ", v.dump().substr(0, 80),
+                     ", but a list attribute holds integers (a string attribute is given as a plain string)");
             out.push_back(e.get<std::int64_t>());
         }
         return out;
