@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <thread>
 
 #include "autograd/ops.hpp"
 #include "autograd/variable.hpp"
@@ -99,6 +100,9 @@ TEST_CASE("no-grad guard records nothing and is thread-local and nestable", "[au
             CHECK((x * x).requires_grad());
         }
         CHECK_FALSE(grad_enabled());
+        bool other_thread = false;
+        std::thread([&] { other_thread = grad_enabled() && (x * x).requires_grad(); }).join();
+        CHECK(other_thread);  // the guard is this thread's only
         CHECK_THAT(error_of([&] { y.backward(vec({1, 1})); }), Catch::Contains("does not require a gradient"));
     }
     CHECK(grad_enabled());
