@@ -8,6 +8,8 @@
 #include <type_traits>
 
 #include "core/error.hpp"
+#include "core/gemm_kernels.hpp"
+#include "core/simd.hpp"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -43,9 +45,20 @@ int& thread_setting() {
     return n;
 }
 
+// f32 runs on tapegrad's own xsimd GEMM (core/gemm_kernel.hpp) unless the build chose
+// OpenBLAS (TAPEGRAD_GEMM=openblas) or the CPU has no AVX2; f64 always runs on OpenBLAS.
 template <class T>
 void blas_call(bool ta, bool tb, int M, int N, int K, T alpha, const T* A, int lda, const T* B, int ldb, T beta, T* C,
                int ldc) {
+#ifndef TAPEGRAD_GEMM_OPENBLAS
+    if constexpr (std::is_same_v<T, float>) {
+        switch (simd::active()) {
+            case simd::Isa::avx512: simd_gemm::sgemm_avx512(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc); return;
+            case simd::Isa::avx2: simd_gemm::sgemm_avx2(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc); return;
+            case simd::Isa::scalar: break;
+        }
+    }
+#endif
     const auto TA = ta ? CblasTrans : CblasNoTrans, TB = tb ? CblasTrans : CblasNoTrans;
     if constexpr (std::is_same_v<T, float>) cblas_sgemm(CblasRowMajor, TA, TB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     else cblas_dgemm(CblasRowMajor, TA, TB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/blas.hpp"
+#include "core/workspace.hpp"
 #include "ops/conv_direct.hpp"
 #include "ops/im2col.hpp"
 
@@ -37,20 +38,11 @@ std::vector<Tile> make_tiles(std::int64_t N, std::int64_t P, std::int64_t bytes_
     return tiles;
 }
 
-template <class T>
-std::vector<T> scratch(std::int64_t n) {
-    try {
-        return std::vector<T>(static_cast<std::size_t>(n));
-    } catch (const std::bad_alloc&) {
-        fail("memory", "cannot allocate a convolution workspace of ", n, " elements");
-    }
-}
-
 // NXC kernels read the weight with R in (k, i) order: Wk[g][o][k·Ig + i] = W[g][o][i][k].
 template <class T>
-std::vector<T> pack_k_major(const ConvGeometry& g, const T* w) {
+Buffer<T> pack_k_major(const ConvGeometry& g, const T* w) {
     const std::int64_t Kn = g.kernel_numel(), Ig = g.Ig, R = g.R();
-    std::vector<T> out = scratch<T>(g.G * g.Og * R);
+    Buffer<T> out(g.G * g.Og * R);
     for (std::int64_t go = 0; go < g.G * g.Og; ++go)
         for (std::int64_t i = 0; i < Ig; ++i)
             for (std::int64_t k = 0; k < Kn; ++k) out[go * R + k * Ig + i] = w[go * R + i * Kn + k];
@@ -203,12 +195,17 @@ void run_kernel(Kind kind, const ConvGeometry& g, T* x, T* o, T* w) {
     const std::vector<Tile> tiles = make_tiles(g.N, P, bytes_per_col);
     std::int64_t max_cols = 0;
     for (const Tile& t : tiles) max_cols = std::max(max_cols, t.cols());
-    std::vector<T> col = scratch<T>(nbuf * R * max_cols);
-    std::vector<T> stage = scratch<T>(nxc || tiles.empty() || tiles[0].nb == 1 ? 0 : nbuf * Og * max_cols);
-    std::vector<T> wk;
+    Buffer<T> col(nbuf * R * max_cols);
+    Buffer<T> stage(nxc || tiles.empty() || tiles[0].nb == 1 ? 0 : nbuf * Og * max_cols);
+    Buffer<T> wk;
     T* wm = w;  // the weight matrix in the row order of col
     if (nxc) {
-        wk = kind == Kind::WeightGrad ? scratch<T>(G * Og * R) : pack_k_major(g, w);
+        if (kind == Kind::WeightGrad) {  // accumulated over tiles, like w itself
+            wk = Buffer<T>(G * Og * R);
+            std::fill_n(wk.data(), wk.size(), T(0));
+        } else {
+            wk = pack_k_major(g, w);
+        }
         wm = wk.data();
     }
     const OSide<T> os{g, P};
@@ -258,7 +255,9 @@ Tensor dispatch(Kind kind, const Tensor& a, const Tensor& b, const ConvGeometry&
     const DType ct = dt == DType::f64 ? DType::f64 : DType::f32;  // 16-bit types compute in f32
     Tensor A = a.to(ct).contiguous(), B = b.to(ct).contiguous();
     const Shape out_shape = kind == Kind::Forward ? g.out_shape() : kind == Kind::Transposed ? g.in_shape() : g.weight_shape();
-    Tensor out = Tensor::zeros(out_shape, ct);
+    // The forward GEMM writes every output element; the other kernels accumulate into zeros.
+    const bool written = kind == Kind::Forward && !(g.Ig == 1 && g.Og == 1);
+    Tensor out = written ? Tensor::empty(out_shape, ct) : Tensor::zeros(out_shape, ct);
     if (g.N > 0) {
         auto run = [&](auto* tag) {
             using T = std::remove_pointer_t<decltype(tag)>;

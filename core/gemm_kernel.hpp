@@ -1,0 +1,184 @@
+// tapegrad's own single-precision GEMM, written once with xsimd and compiled once per
+// instruction set (core/gemm.avx2.cpp, core/gemm.avx512.cpp); core/simd.hpp picks one at
+// run time. The structure is the classic Goto/BLIS one:
+//   for each NC-wide block of B's columns, for each KC-deep slice of the reduction:
+//     pack B[KC × NC] into NR-wide micro-panels (k-major), then for each MC-tall block of A:
+//       pack A[MC × KC] into MR-tall micro-panels (k-major), and run the MR × NR micro-kernel
+//       over the block: MR·NR/V accumulators in registers, one broadcast of A and NR/V
+//       vector loads of B per k.
+// The B micro-panel (KC·NR floats) stays in L1 while the A block streams from L2.
+// Included only by the per-architecture translation units.
+#pragma once
+#include <cstdint>
+#include <cstring>
+
+#include <xsimd/xsimd.hpp>
+
+#include "core/gemm_kernels.hpp"
+#include "core/workspace.hpp"
+
+namespace tg::simd_gemm {
+
+template <class Arch>
+struct Params {
+    using V = xsimd::batch<float, Arch>;
+    static constexpr int W = static_cast<int>(V::size);  // floats per vector
+    static constexpr int NR = 2 * W;                    // micro-tile columns: two vectors
+    static constexpr int MR = W == 16 ? 12 : 6;         // micro-tile rows: 24 (AVX-512) / 12 (AVX2) accumulators
+    static constexpr std::int64_t KC = 256, MC = 14 * 12, NC = 3072;
+};
+
+// dst[p][k][r] for the MR-row panels of rows [0, m) of op(A) restricted to k in [0, kc).
+template <int MR>
+inline void pack_a(bool trans, std::int64_t m, std::int64_t kc, const float* a, std::int64_t lda, float* dst) {
+    for (std::int64_t i0 = 0; i0 < m; i0 += MR) {
+        const std::int64_t mr = m - i0 < MR ? m - i0 : MR;
+        if (trans) {  // op(A)[i][k] = a[k·lda + i]: rows of a are contiguous over i
+            for (std::int64_t k = 0; k < kc; ++k) {
+                const float* src = a + k * lda + i0;
+                float* d = dst + k * MR;
+                std::int64_t r = 0;
+                for (; r < mr; ++r) d[r] = src[r];
+                for (; r < MR; ++r) d[r] = 0.f;
+            }
+        } else {  // op(A)[i][k] = a[i·lda + k]
+            for (std::int64_t r = 0; r < MR; ++r) {
+                if (r < mr) {
+                    const float* src = a + (i0 + r) * lda;
+                    for (std::int64_t k = 0; k < kc; ++k) dst[k * MR + r] = src[k];
+                } else {
+                    for (std::int64_t k = 0; k < kc; ++k) dst[k * MR + r] = 0.f;
+                }
+            }
+        }
+        dst += MR * kc;
+    }
+}
+
+// dst[q][k][c] for the NR-column panels of columns [0, n) of op(B), k in [0, kc).
+template <int NR>
+inline void pack_b(bool trans, std::int64_t kc, std::int64_t n, const float* b, std::int64_t ldb, float* dst) {
+    for (std::int64_t j0 = 0; j0 < n; j0 += NR) {
+        const std::int64_t nr = n - j0 < NR ? n - j0 : NR;
+        if (!trans) {  // op(B)[k][j] = b[k·ldb + j]
+            for (std::int64_t k = 0; k < kc; ++k) {
+                const float* src = b + k * ldb + j0;
+                float* d = dst + k * NR;
+                if (nr == NR) std::memcpy(d, src, sizeof(float) * NR);
+                else {
+                    std::int64_t c = 0;
+                    for (; c < nr; ++c) d[c] = src[c];
+                    for (; c < NR; ++c) d[c] = 0.f;
+                }
+            }
+        } else {  // op(B)[k][j] = b[j·ldb + k]
+            for (std::int64_t c = 0; c < NR; ++c) {
+                if (c < nr) {
+                    const float* src = b + (j0 + c) * ldb;
+                    for (std::int64_t k = 0; k < kc; ++k) dst[k * NR + c] = src[k];
+                } else {
+                    for (std::int64_t k = 0; k < kc; ++k) dst[k * NR + c] = 0.f;
+                }
+            }
+        }
+        dst += NR * kc;
+    }
+}
+
+// C[m × n] = alpha · Σ_k a[k][r] b[k][c] + beta · C for one micro-tile (m ≤ MR, n ≤ NR);
+// beta == 0 never reads C.
+template <class Arch>
+inline void micro_kernel(std::int64_t kc, const float* __restrict a, const float* __restrict b, float* c,
+                         std::int64_t ldc, float alpha, float beta, int m, int n) {
+    using P = Params<Arch>;
+    using V = typename P::V;
+    constexpr int MR = P::MR, W = P::W;
+    V acc0[MR], acc1[MR];
+#pragma GCC unroll 16
+    for (int r = 0; r < MR; ++r) {
+        acc0[r] = V(0.f);
+        acc1[r] = V(0.f);
+    }
+    for (std::int64_t k = 0; k < kc; ++k) {
+        const V b0 = V::load_aligned(b), b1 = V::load_aligned(b + W);
+#pragma GCC unroll 16
+        for (int r = 0; r < MR; ++r) {
+            const V ar(a[r]);
+            acc0[r] = xsimd::fma(ar, b0, acc0[r]);
+            acc1[r] = xsimd::fma(ar, b1, acc1[r]);
+        }
+        a += MR;
+        b += 2 * W;
+    }
+    const V va(alpha), vb(beta);
+    if (m == MR && n == 2 * W) {
+#pragma GCC unroll 16
+        for (int r = 0; r < MR; ++r) {
+            float* cr = c + r * ldc;
+            V o0 = acc0[r] * va, o1 = acc1[r] * va;
+            if (beta != 0.f) {
+                o0 = xsimd::fma(V::load_unaligned(cr), vb, o0);
+                o1 = xsimd::fma(V::load_unaligned(cr + W), vb, o1);
+            }
+            o0.store_unaligned(cr);
+            o1.store_unaligned(cr + W);
+        }
+        return;
+    }
+    alignas(64) float tile[2 * W];
+    for (int r = 0; r < m; ++r) {
+        (acc0[r] * va).store_aligned(tile);
+        (acc1[r] * va).store_aligned(tile + W);
+        float* cr = c + r * ldc;
+        for (int j = 0; j < n; ++j) cr[j] = beta != 0.f ? tile[j] + beta * cr[j] : tile[j];
+    }
+}
+
+template <class Arch>
+void sgemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
+           std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc) {
+    using P = Params<Arch>;
+    constexpr int MR = P::MR, NR = P::NR;
+    if (M <= 0 || N <= 0) return;
+    if (K <= 0 || alpha == 0.f) {  // C = beta · C
+        for (std::int64_t i = 0; i < M; ++i)
+            for (std::int64_t j = 0; j < N; ++j) C[i * ldc + j] = beta == 0.f ? 0.f : beta * C[i * ldc + j];
+        return;
+    }
+    const std::int64_t nc_max = N < P::NC ? N : P::NC, mc_max = M < P::MC ? M : P::MC;
+    const std::int64_t kc_max = K < P::KC ? K : P::KC;
+    Buffer<float> bp(((nc_max + NR - 1) / NR) * NR * kc_max), ap(((mc_max + MR - 1) / MR) * MR * kc_max);
+    for (std::int64_t jc = 0; jc < N; jc += P::NC) {
+        const std::int64_t nc = N - jc < P::NC ? N - jc : P::NC;
+        for (std::int64_t pc = 0; pc < K; pc += P::KC) {
+            const std::int64_t kc = K - pc < P::KC ? K - pc : P::KC;
+            const float* bsrc = tb ? B + jc * ldb + pc : B + pc * ldb + jc;
+            pack_b<NR>(tb, kc, nc, bsrc, ldb, bp.data());
+            const float bet = pc == 0 ? beta : 1.f;
+            for (std::int64_t ic = 0; ic < M; ic += P::MC) {
+                const std::int64_t mc = M - ic < P::MC ? M - ic : P::MC;
+                const float* asrc = ta ? A + pc * lda + ic : A + ic * lda + pc;
+                pack_a<MR>(ta, mc, kc, asrc, lda, ap.data());
+                for (std::int64_t jr = 0; jr < nc; jr += NR) {
+                    const int n = static_cast<int>(nc - jr < NR ? nc - jr : NR);
+                    const float* bpanel = bp.data() + jr * kc;
+                    for (std::int64_t ir = 0; ir < mc; ir += MR) {
+                        const int m = static_cast<int>(mc - ir < MR ? mc - ir : MR);
+                        micro_kernel<Arch>(kc, ap.data() + ir * kc, bpanel, C + (ic + ir) * ldc + jc + jr, ldc, alpha,
+                                           bet, m, n);
+                    }
+                }
+            }
+        }
+    }
+}
+
+}  // namespace tg::simd_gemm
+
+// Instantiates the GEMM entry point for one architecture (used once per arch .cpp).
+#define TG_INSTANTIATE_SGEMM(ARCH, NAME)                                                                         \
+    void tg::simd_gemm::NAME(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha,        \
+                             const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float beta,      \
+                             float* C, std::int64_t ldc) {                                                         \
+        sgemm<ARCH>(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);                                         \
+    }

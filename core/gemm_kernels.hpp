@@ -1,0 +1,14 @@
+// The per-architecture entry points of tapegrad's own SGEMM (core/gemm_kernel.hpp), one per
+// instruction set the dispatcher in core/simd.hpp can pick. Row-major, BLAS semantics:
+// C[M×N] = alpha · op(A) · op(B) + beta · C; beta == 0 never reads C. Single-threaded.
+#pragma once
+#include <cstdint>
+
+namespace tg::simd_gemm {
+
+void sgemm_avx2(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
+                std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc);
+void sgemm_avx512(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
+                  std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc);
+
+}  // namespace tg::simd_gemm

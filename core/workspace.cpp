@@ -1,0 +1,139 @@
+#include "core/workspace.hpp"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <mutex>
+#include <vector>
+
+#include "core/error.hpp"
+
+namespace tg {
+
+namespace {
+
+std::atomic<std::int64_t> g_in_use{0}, g_peak{0};
+
+void count(std::int64_t delta) {
+    const std::int64_t now = g_in_use.fetch_add(delta, std::memory_order_relaxed) + delta;
+    std::int64_t peak = g_peak.load(std::memory_order_relaxed);
+    while (now > peak && !g_peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+    }
+}
+
+// Blocks from this size up are cached per thread and rounded up to whole 64 KiB; below it
+// malloc's own free lists already avoid fresh pages.
+constexpr std::size_t kCacheMin = std::size_t{64} << 10;
+constexpr std::size_t kHuge = std::size_t{2} << 20;  // transparent huge pages from here up
+constexpr std::size_t kMaxBlocks = 8;
+constexpr std::size_t kMaxCached = std::size_t{512} << 20;  // bytes
+
+std::size_t block_size(std::size_t bytes) {
+    if (bytes < kCacheMin) return (bytes + 63) & ~std::size_t{63};
+    const std::size_t unit = bytes >= kHuge ? kHuge : kCacheMin;
+    return (bytes + unit - 1) / unit * unit;
+}
+
+void* system_alloc(std::size_t cap) {
+    const std::size_t align = cap >= kHuge ? kHuge : 64;
+    void* p = std::aligned_alloc(align, cap);
+    if (!p) fail("memory", "cannot allocate a workspace of ", cap, " bytes");
+#ifdef MADV_HUGEPAGE
+    if (cap >= kHuge) madvise(p, cap, MADV_HUGEPAGE);
+#endif
+    count(static_cast<std::int64_t>(cap));
+    return p;
+}
+
+void system_free(void* p, std::size_t cap) {
+    std::free(p);
+    count(-static_cast<std::int64_t>(cap));
+}
+
+struct Block {
+    void* p;
+    std::size_t cap;
+};
+
+// The cached blocks, shared by all threads (a few allocations per kernel call, so one
+// lock costs nothing), freed at exit or by release_workspace_cache().
+struct Cache {
+    std::mutex m;
+    std::vector<Block> blocks;
+    std::size_t bytes = 0;
+    ~Cache() { clear(); }
+    void clear() {
+        for (const Block& b : blocks) system_free(b.p, b.cap);
+        blocks.clear();
+        bytes = 0;
+    }
+    void* take(std::size_t want, std::size_t& cap) {  // the smallest cached block that fits
+        auto best = blocks.end();
+        for (auto it = blocks.begin(); it != blocks.end(); ++it)
+            if (it->cap >= want && it->cap <= 2 * want && (best == blocks.end() || it->cap < best->cap)) best = it;
+        if (best == blocks.end()) return nullptr;
+        void* p = best->p;
+        cap = best->cap;
+        bytes -= best->cap;
+        blocks.erase(best);
+        return p;
+    }
+    void give(void* p, std::size_t cap) {
+        blocks.push_back({p, cap});
+        bytes += cap;
+        while (blocks.size() > kMaxBlocks || bytes > kMaxCached) {  // drop the smallest
+            auto smallest = std::min_element(blocks.begin(), blocks.end(),
+                                             [](const Block& a, const Block& b) { return a.cap < b.cap; });
+            bytes -= smallest->cap;
+            system_free(smallest->p, smallest->cap);
+            blocks.erase(smallest);
+        }
+    }
+};
+
+Cache& cache() {
+    static Cache c;
+    return c;
+}
+
+}  // namespace
+
+std::int64_t workspace_bytes_in_use() { return g_in_use.load(std::memory_order_relaxed); }
+std::int64_t workspace_peak_bytes() { return g_peak.load(std::memory_order_relaxed); }
+void reset_workspace_peak() { g_peak.store(g_in_use.load(std::memory_order_relaxed), std::memory_order_relaxed); }
+void release_workspace_cache() {
+    Cache& c = cache();
+    std::lock_guard lock(c.m);
+    c.clear();
+}
+
+namespace detail {
+
+void* workspace_alloc(std::size_t bytes, std::size_t& cap) {
+    cap = block_size(bytes);
+    if (cap >= kCacheMin) {
+        Cache& c = cache();
+        std::lock_guard lock(c.m);
+        if (void* p = c.take(cap, cap)) return p;
+    }
+    return system_alloc(cap);
+}
+
+void workspace_free(void* p, std::size_t cap) noexcept {
+    if (cap >= kCacheMin) {
+        try {
+            Cache& c = cache();
+            std::lock_guard lock(c.m);
+            c.give(p, cap);
+            return;
+        } catch (...) {  // the cache could not grow: free it instead
+        }
+    }
+    system_free(p, cap);
+}
+
+}  // namespace detail
+
+}  // namespace tg

@@ -1,0 +1,72 @@
+// The library's own allocator for kernel temporaries, and the accounting behind
+// `tapegrad bench`'s extra_bytes.
+//
+// Every temporary a kernel needs (column buffers, staging, packed GEMM panels, f32 copies
+// of 16-bit operands) is a `Buffer<T>`: 64-byte aligned, uninitialised, and counted.
+// Large buffers come from a cache that lives across calls, so a kernel called
+// in a loop does not map, fault in and zero fresh pages every time; cached bytes stay
+// counted while they are held, so a workspace kept across calls counts in every call.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+
+namespace tg {
+
+// Bytes currently allocated through the workspace (live buffers plus the caches).
+std::int64_t workspace_bytes_in_use();
+// The most bytes in use since the last reset_workspace_peak() (or program start).
+std::int64_t workspace_peak_bytes();
+// Sets the peak to the bytes in use now.
+void reset_workspace_peak();
+// Frees the cached blocks (buffers still alive are not touched).
+void release_workspace_cache();
+
+namespace detail {
+// Returns at least `bytes` bytes and sets `cap` to the block's real size, which
+// workspace_free needs back. Fails with a tg::Error naming "memory".
+void* workspace_alloc(std::size_t bytes, std::size_t& cap);
+void workspace_free(void* p, std::size_t cap) noexcept;
+}  // namespace detail
+
+// An uninitialised, counted, 64-byte aligned array of `n` trivially copyable T.
+template <class T>
+class Buffer {
+public:
+    Buffer() = default;
+    explicit Buffer(std::int64_t n)
+        : n_(n > 0 ? static_cast<std::size_t>(n) : 0),
+          p_(n_ ? static_cast<T*>(detail::workspace_alloc(n_ * sizeof(T), cap_)) : nullptr) {}
+    Buffer(Buffer&& o) noexcept
+        : n_(std::exchange(o.n_, 0)), cap_(std::exchange(o.cap_, 0)), p_(std::exchange(o.p_, nullptr)) {}
+    Buffer& operator=(Buffer&& o) noexcept {
+        if (this != &o) {
+            reset();
+            n_ = std::exchange(o.n_, 0);
+            cap_ = std::exchange(o.cap_, 0);
+            p_ = std::exchange(o.p_, nullptr);
+        }
+        return *this;
+    }
+    Buffer(const Buffer&) = delete;
+    Buffer& operator=(const Buffer&) = delete;
+    ~Buffer() { reset(); }
+
+    T* data() { return p_; }
+    const T* data() const { return p_; }
+    std::int64_t size() const { return static_cast<std::int64_t>(n_); }
+    bool empty() const { return n_ == 0; }
+    T& operator[](std::int64_t i) { return p_[i]; }
+    const T& operator[](std::int64_t i) const { return p_[i]; }
+
+private:
+    void reset() {
+        if (p_) detail::workspace_free(p_, cap_);
+        p_ = nullptr;
+        n_ = 0;
+    }
+    std::size_t n_ = 0, cap_ = 0;
+    T* p_ = nullptr;
+};
+
+}  // namespace tg
