@@ -28,61 +28,48 @@ struct Params {
     static constexpr std::int64_t KC = 256, MC = 14 * 12, NC = 3072;
 };
 
-// dst[p][k][r] for the MR-row panels of rows [0, m) of op(A) restricted to k in [0, kc).
-template <int MR>
-inline void pack_a(bool trans, std::int64_t m, std::int64_t kc, const float* a, std::int64_t lda, float* dst) {
-    for (std::int64_t i0 = 0; i0 < m; i0 += MR) {
-        const std::int64_t mr = m - i0 < MR ? m - i0 : MR;
-        if (trans) {  // op(A)[i][k] = a[k·lda + i]: rows of a are contiguous over i
-            for (std::int64_t k = 0; k < kc; ++k) {
-                const float* src = a + k * lda + i0;
-                float* d = dst + k * MR;
-                std::int64_t r = 0;
-                for (; r < mr; ++r) d[r] = src[r];
-                for (; r < MR; ++r) d[r] = 0.f;
-            }
-        } else {  // op(A)[i][k] = a[i·lda + k]
-            for (std::int64_t r = 0; r < MR; ++r) {
-                if (r < mr) {
-                    const float* src = a + (i0 + r) * lda;
-                    for (std::int64_t k = 0; k < kc; ++k) dst[k * MR + r] = src[k];
-                } else {
-                    for (std::int64_t k = 0; k < kc; ++k) dst[k * MR + r] = 0.f;
-                }
+// Copies a `w`-wide micro-panel: dst[k][0, w) = op(X)[k][0, w) for k in [0, kc), zero-padded
+// to `width`. `rows` says op(X)[k][·] is contiguous (X[k·ld + ·]); otherwise it is the
+// column X[· · ld + k], and the k loop runs outermost so every source row streams.
+template <int width>
+inline void pack_panel(bool rows, std::int64_t kc, std::int64_t w, const float* x, std::int64_t ld, float* dst) {
+    if (rows) {
+        for (std::int64_t k = 0; k < kc; ++k, dst += width) {
+            const float* src = x + k * ld;
+            if (w == width) {
+                std::memcpy(dst, src, sizeof(float) * width);
+            } else {
+                std::int64_t c = 0;
+                for (; c < w; ++c) dst[c] = src[c];
+                for (; c < width; ++c) dst[c] = 0.f;
             }
         }
-        dst += MR * kc;
+        return;
+    }
+    const float* src[width];
+    for (std::int64_t c = 0; c < width; ++c) src[c] = x + (c < w ? c : 0) * ld;
+    if (w == width) {
+        for (std::int64_t k = 0; k < kc; ++k, dst += width)
+#pragma GCC unroll 32
+            for (int c = 0; c < width; ++c) dst[c] = src[c][k];
+    } else {
+        for (std::int64_t k = 0; k < kc; ++k, dst += width)
+            for (int c = 0; c < width; ++c) dst[c] = c < w ? src[c][k] : 0.f;
     }
 }
 
-// dst[q][k][c] for the NR-column panels of columns [0, n) of op(B), k in [0, kc).
+// dst[p][k][r]: the MR-row panels of rows [0, m) of op(A), k in [0, kc).
+template <int MR>
+inline void pack_a(bool trans, std::int64_t m, std::int64_t kc, const float* a, std::int64_t lda, float* dst) {
+    for (std::int64_t i0 = 0; i0 < m; i0 += MR, dst += MR * kc)  // op(A)[i][k] = trans ? a[k·lda + i] : a[i·lda + k]
+        pack_panel<MR>(trans, kc, m - i0 < MR ? m - i0 : MR, trans ? a + i0 : a + i0 * lda, lda, dst);
+}
+
+// dst[q][k][c]: the NR-column panels of columns [0, n) of op(B), k in [0, kc).
 template <int NR>
 inline void pack_b(bool trans, std::int64_t kc, std::int64_t n, const float* b, std::int64_t ldb, float* dst) {
-    for (std::int64_t j0 = 0; j0 < n; j0 += NR) {
-        const std::int64_t nr = n - j0 < NR ? n - j0 : NR;
-        if (!trans) {  // op(B)[k][j] = b[k·ldb + j]
-            for (std::int64_t k = 0; k < kc; ++k) {
-                const float* src = b + k * ldb + j0;
-                float* d = dst + k * NR;
-                if (nr == NR) std::memcpy(d, src, sizeof(float) * NR);
-                else {
-                    std::int64_t c = 0;
-                    for (; c < nr; ++c) d[c] = src[c];
-                    for (; c < NR; ++c) d[c] = 0.f;
-                }
-            }
-        } else {  // op(B)[k][j] = b[j·ldb + k]
-            for (std::int64_t c = 0; c < NR; ++c) {
-                if (c < nr) {
-                    const float* src = b + (j0 + c) * ldb;
-                    for (std::int64_t k = 0; k < kc; ++k) dst[k * NR + c] = src[k];
-                } else {
-                    for (std::int64_t k = 0; k < kc; ++k) dst[k * NR + c] = 0.f;
-                }
-            }
-        }
-        dst += NR * kc;
-    }
+    for (std::int64_t j0 = 0; j0 < n; j0 += NR, dst += NR * kc)  // op(B)[k][j] = trans ? b[j·ldb + k] : b[k·ldb + j]
+        pack_panel<NR>(!trans, kc, n - j0 < NR ? n - j0 : NR, trans ? b + j0 * ldb : b + j0, ldb, dst);
 }
 
 // C[m × n] = alpha · Σ_k a[k][r] b[k][c] + beta · C for one micro-tile (m ≤ MR, n ≤ NR);
@@ -145,26 +132,44 @@ void sgemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, flo
             for (std::int64_t j = 0; j < N; ++j) C[i * ldc + j] = beta == 0.f ? 0.f : beta * C[i * ldc + j];
         return;
     }
-    const std::int64_t nc_max = N < P::NC ? N : P::NC, mc_max = M < P::MC ? M : P::MC;
+    const std::int64_t nc_max = N < P::NC ? N : P::NC;
     const std::int64_t kc_max = K < P::KC ? K : P::KC;
-    Buffer<float> bp(((nc_max + NR - 1) / NR) * NR * kc_max), ap(((mc_max + MR - 1) / MR) * MR * kc_max);
+    // The A block and a single B micro-panel live in per-thread buffers kept for the thread's
+    // life (counted by the workspace like any buffer); only a whole packed B block is per call.
+    thread_local Buffer<float> a_block((P::MC + MR - 1) / MR * MR * P::KC), b_panel(NR * P::KC);
+    Buffer<float> b_block(M <= P::MC ? 0 : (nc_max + NR - 1) / NR * NR * kc_max);
+    float* const ap_data = a_block.data();
+    float* const bp_data = M <= P::MC ? b_panel.data() : b_block.data();
     for (std::int64_t jc = 0; jc < N; jc += P::NC) {
         const std::int64_t nc = N - jc < P::NC ? N - jc : P::NC;
         for (std::int64_t pc = 0; pc < K; pc += P::KC) {
             const std::int64_t kc = K - pc < P::KC ? K - pc : P::KC;
             const float* bsrc = tb ? B + jc * ldb + pc : B + pc * ldb + jc;
-            pack_b<NR>(tb, kc, nc, bsrc, ldb, bp.data());
             const float bet = pc == 0 ? beta : 1.f;
+            if (M <= P::MC) {
+                // One block of A: pack it once, then each B micro-panel right before the
+                // micro-kernels that use it, so packed B never leaves L1.
+                pack_a<MR>(ta, M, kc, ta ? A + pc * lda : A + pc, lda, ap_data);
+                for (std::int64_t jr = 0; jr < nc; jr += NR) {
+                    const std::int64_t n = nc - jr < NR ? nc - jr : NR;
+                    pack_b<NR>(tb, kc, n, tb ? bsrc + jr * ldb : bsrc + jr, ldb, bp_data);
+                    for (std::int64_t ir = 0; ir < M; ir += MR)
+                        micro_kernel<Arch>(kc, ap_data + ir * kc, bp_data, C + ir * ldc + jc + jr, ldc, alpha, bet,
+                                           static_cast<int>(M - ir < MR ? M - ir : MR), static_cast<int>(n));
+                }
+                continue;
+            }
+            pack_b<NR>(tb, kc, nc, bsrc, ldb, bp_data);
             for (std::int64_t ic = 0; ic < M; ic += P::MC) {
                 const std::int64_t mc = M - ic < P::MC ? M - ic : P::MC;
                 const float* asrc = ta ? A + pc * lda + ic : A + ic * lda + pc;
-                pack_a<MR>(ta, mc, kc, asrc, lda, ap.data());
+                pack_a<MR>(ta, mc, kc, asrc, lda, ap_data);
                 for (std::int64_t jr = 0; jr < nc; jr += NR) {
                     const int n = static_cast<int>(nc - jr < NR ? nc - jr : NR);
-                    const float* bpanel = bp.data() + jr * kc;
+                    const float* bpanel = bp_data + jr * kc;
                     for (std::int64_t ir = 0; ir < mc; ir += MR) {
                         const int m = static_cast<int>(mc - ir < MR ? mc - ir : MR);
-                        micro_kernel<Arch>(kc, ap.data() + ir * kc, bpanel, C + (ic + ir) * ldc + jc + jr, ldc, alpha,
+                        micro_kernel<Arch>(kc, ap_data + ir * kc, bpanel, C + (ic + ir) * ldc + jc + jr, ldc, alpha,
                                            bet, m, n);
                     }
                 }

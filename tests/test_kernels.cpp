@@ -12,6 +12,7 @@
 #include <random>
 #include <sstream>
 
+#include "core/simd.hpp"
 #include "core/tensor.hpp"
 #include "ops/conv_kernels.hpp"
 #include "ops/conv_reference.hpp"
@@ -156,6 +157,22 @@ TEST_CASE("conv kernels match the direct-loop reference on every table row", "[k
         }
     }
     CHECK(conv_workspace_bytes() == (std::int64_t{64} << 20));
+}
+
+TEST_CASE("f32 and bf16 kernels match the reference at every SIMD instruction set the CPU has", "[kernels][simd]") {
+    const simd::Isa before = simd::active();
+    std::mt19937_64 rng(77);
+    for (simd::Isa isa : simd::available()) {
+        simd::force(isa);
+        for (const ConvConfig& c : conv_table()) {
+            const WorkspaceGuard ws(c.budget);
+            for (Layout layout : {Layout::NCX, Layout::NXC})
+                for (DType dt : {DType::f32, DType::bf16})
+                    check_against_reference(transposed_geometry(c, layout), dt, rng,
+                                            describe(c, layout, dt) + " at " + simd::isa_name(isa));
+        }
+    }
+    simd::force(before);
 }
 
 TEST_CASE("conv kernels satisfy the adjoint identities on every table row", "[kernels]") {
