@@ -10,6 +10,7 @@
 #include "core/error.hpp"
 #include "core/gemm_kernels.hpp"
 #include "core/simd.hpp"
+#include "core/workspace.hpp"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -99,7 +100,39 @@ void gemm_impl(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K,
     }
 }
 
+template <class T>
+void gemm_from_impl(bool ta, std::int64_t M, std::int64_t N, std::int64_t K, T alpha, const T* A, std::int64_t lda,
+                    const PanelSource<T>& b, T beta, T* C, std::int64_t ldc) {
+    if (M == 0 || N == 0) return;
+#ifndef TAPEGRAD_GEMM_OPENBLAS
+    if constexpr (std::is_same_v<T, float>) {
+        const simd_gemm::PanelSource src{b.pack, b.ctx};
+        switch (simd::active()) {
+            case simd::Isa::avx512: simd_gemm::sgemm_avx512_from(ta, M, N, K, alpha, A, lda, src, beta, C, ldc); return;
+            case simd::Isa::avx2: simd_gemm::sgemm_avx2_from(ta, M, N, K, alpha, A, lda, src, beta, C, ldc); return;
+            case simd::Isa::scalar: break;
+        }
+    }
+#endif
+    Buffer<T> whole(checked_mul(K, N, "gemm"));
+    b.pack(b.ctx, 0, K, 0, N, N, whole.data());
+    blas_call(ta, false, fit_int(M, "M"), fit_int(N, "N"), fit_int(K, "K"), alpha, A, fit_int(lda, "lda"), whole.data(),
+              fit_int(N, "N"), beta, C, fit_int(ldc, "ldc"));
+}
+
 }  // namespace
+
+template <>
+void gemm_from<float>(bool ta, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
+                      std::int64_t lda, const PanelSource<float>& b, float beta, float* C, std::int64_t ldc) {
+    gemm_from_impl(ta, M, N, K, alpha, A, lda, b, beta, C, ldc);
+}
+
+template <>
+void gemm_from<double>(bool ta, std::int64_t M, std::int64_t N, std::int64_t K, double alpha, const double* A,
+                       std::int64_t lda, const PanelSource<double>& b, double beta, double* C, std::int64_t ldc) {
+    gemm_from_impl(ta, M, N, K, alpha, A, lda, b, beta, C, ldc);
+}
 
 void set_num_threads(int n) {
     if (n < 1) fail("threads", "thread count ", n, " must be >= 1");

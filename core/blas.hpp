@@ -11,6 +11,30 @@ template <class T>
 void gemm(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, T alpha, const T* A,
           std::int64_t lda, const T* B, std::int64_t ldb, T beta, T* C, std::int64_t ldc);
 
+// A B operand [K × N] produced on demand: pack(ctx, k0, kc, j0, n, width, dst) writes
+// dst[k·width + c] = B[k0 + k][j0 + c] for k < kc, c < n, and zeros for n ≤ c < width.
+template <class T>
+struct PanelSource {
+    void (*pack)(const void* ctx, std::int64_t k0, std::int64_t kc, std::int64_t j0, std::int64_t n, std::int64_t width,
+                 T* dst);
+    const void* ctx;
+};
+
+// A PanelSource calling f(k0, kc, j0, n, width, dst); f must outlive the GEMM call.
+template <class T, class F>
+PanelSource<T> panel_source(const F& f) {
+    return {[](const void* ctx, std::int64_t k0, std::int64_t kc, std::int64_t j0, std::int64_t n, std::int64_t width,
+               T* dst) { (*static_cast<const F*>(ctx))(k0, kc, j0, n, width, dst); },
+            &f};
+}
+
+// C[M×N] = alpha · op(A) · B + beta · C with B from `b`. On tapegrad's own f32 GEMM, B is made
+// one packed panel at a time (no [K × N] buffer); otherwise it is made whole, then multiplied.
+// Single-threaded (callers split the work).
+template <class T>
+void gemm_from(bool trans_a, std::int64_t M, std::int64_t N, std::int64_t K, T alpha, const T* A, std::int64_t lda,
+               const PanelSource<T>& b, T beta, T* C, std::int64_t ldc);
+
 // Threads used by GEMM and by tapegrad's loops (at least 1): one OpenMP team; OpenBLAS
 // itself stays single-threaded. Defaults to the core count,
 // or TAPEGRAD_NUM_THREADS when set.

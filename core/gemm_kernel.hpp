@@ -121,9 +121,11 @@ inline void micro_kernel(std::int64_t kc, const float* __restrict a, const float
     }
 }
 
-template <class Arch>
-void sgemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
-           std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc) {
+// The blocked GEMM; pack_b(k0, kc, j0, n, dst) packs op(B)[k0 .. k0+kc)[j0 .. j0+n) as
+// NR-wide micro-panels.
+template <class Arch, class PackB>
+void sgemm_blocked(bool ta, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
+                   std::int64_t lda, const PackB& pack_b_block, float beta, float* C, std::int64_t ldc) {
     using P = Params<Arch>;
     constexpr int MR = P::MR, NR = P::NR;
     if (M <= 0 || N <= 0) return;
@@ -144,7 +146,6 @@ void sgemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, flo
         const std::int64_t nc = N - jc < P::NC ? N - jc : P::NC;
         for (std::int64_t pc = 0; pc < K; pc += P::KC) {
             const std::int64_t kc = K - pc < P::KC ? K - pc : P::KC;
-            const float* bsrc = tb ? B + jc * ldb + pc : B + pc * ldb + jc;
             const float bet = pc == 0 ? beta : 1.f;
             if (M <= P::MC) {
                 // One block of A: pack it once, then each B micro-panel right before the
@@ -152,14 +153,14 @@ void sgemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, flo
                 pack_a<MR>(ta, M, kc, ta ? A + pc * lda : A + pc, lda, ap_data);
                 for (std::int64_t jr = 0; jr < nc; jr += NR) {
                     const std::int64_t n = nc - jr < NR ? nc - jr : NR;
-                    pack_b<NR>(tb, kc, n, tb ? bsrc + jr * ldb : bsrc + jr, ldb, bp_data);
+                    pack_b_block(pc, kc, jc + jr, n, bp_data);
                     for (std::int64_t ir = 0; ir < M; ir += MR)
                         micro_kernel<Arch>(kc, ap_data + ir * kc, bp_data, C + ir * ldc + jc + jr, ldc, alpha, bet,
                                            static_cast<int>(M - ir < MR ? M - ir : MR), static_cast<int>(n));
                 }
                 continue;
             }
-            pack_b<NR>(tb, kc, nc, bsrc, ldb, bp_data);
+            pack_b_block(pc, kc, jc, nc, bp_data);
             for (std::int64_t ic = 0; ic < M; ic += P::MC) {
                 const std::int64_t mc = M - ic < P::MC ? M - ic : P::MC;
                 const float* asrc = ta ? A + pc * lda + ic : A + ic * lda + pc;
@@ -178,6 +179,25 @@ void sgemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, flo
     }
 }
 
+template <class Arch>
+void sgemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
+           std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc) {
+    auto pack = [&](std::int64_t k0, std::int64_t kc, std::int64_t j0, std::int64_t n, float* dst) {
+        pack_b<Params<Arch>::NR>(tb, kc, n, tb ? B + j0 * ldb + k0 : B + k0 * ldb + j0, ldb, dst);
+    };
+    sgemm_blocked<Arch>(ta, M, N, K, alpha, A, lda, pack, beta, C, ldc);
+}
+
+template <class Arch>
+void sgemm_from(bool ta, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
+                std::int64_t lda, const PanelSource& b, float beta, float* C, std::int64_t ldc) {
+    constexpr int NR = Params<Arch>::NR;
+    auto pack = [&](std::int64_t k0, std::int64_t kc, std::int64_t j0, std::int64_t n, float* dst) {
+        for (std::int64_t j = 0; j < n; j += NR, dst += NR * kc) b.pack(b.ctx, k0, kc, j0 + j, n - j < NR ? n - j : NR, NR, dst);
+    };
+    sgemm_blocked<Arch>(ta, M, N, K, alpha, A, lda, pack, beta, C, ldc);
+}
+
 }  // namespace tg::simd_gemm
 
 // Instantiates the GEMM entry point for one architecture (used once per arch .cpp).
@@ -186,4 +206,9 @@ void sgemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, flo
                              const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float beta,      \
                              float* C, std::int64_t ldc) {                                                         \
         sgemm<ARCH>(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);                                         \
+    }                                                                                                              \
+    void tg::simd_gemm::NAME##_from(bool ta, std::int64_t M, std::int64_t N, std::int64_t K, float alpha,          \
+                                    const float* A, std::int64_t lda, const PanelSource& b, float beta, float* C,  \
+                                    std::int64_t ldc) {                                                            \
+        sgemm_from<ARCH>(ta, M, N, K, alpha, A, lda, b, beta, C, ldc);                                             \
     }

@@ -6,9 +6,22 @@
 
 namespace tg::simd_gemm {
 
+// A B operand made on demand: fills dst[k][c] = op(B)[k0 + k][j0 + c] for k < kc, c < n, and
+// zeros for n ≤ c < width. Lets a convolution run im2col straight into the GEMM's packing.
+struct PanelSource {
+    void (*pack)(const void* ctx, std::int64_t k0, std::int64_t kc, std::int64_t j0, std::int64_t n,
+                 std::int64_t width, float* dst);
+    const void* ctx;
+};
+
 void sgemm_avx2(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
                 std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc);
 void sgemm_avx512(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
                   std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc);
+
+void sgemm_avx2_from(bool ta, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
+                     std::int64_t lda, const PanelSource& b, float beta, float* C, std::int64_t ldc);
+void sgemm_avx512_from(bool ta, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
+                       std::int64_t lda, const PanelSource& b, float beta, float* C, std::int64_t ldc);
 
 }  // namespace tg::simd_gemm

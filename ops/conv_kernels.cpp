@@ -126,11 +126,18 @@ void group_step(const Step<T>& s, const ColTile& tile, std::int64_t grp, T* col,
         s.os.gather(s.o, tile, grp, stage, part(Og, t, nt), part(Og, t + 1, nt));
         barrier();
     }
-    if (s.kind != Kind::Transposed) im2col(g, s.x, tile, grp, c0, c1, col);
+    // NCX runs im2col inside the GEMM's packing (no column buffer); NXC builds the columns.
+    if (s.kind != Kind::Transposed && nxc) im2col(g, s.x, tile, grp, c0, c1, col);
     switch (s.kind) {
         case Kind::Forward:
-            if (!nxc) {  // y_g[Og × c] = Wm_g[Og × R] · col[R × c]
-                gemm<T>(false, false, Og, c1 - c0, R, T(1), wg, R, col + c0, C, T(0), om + c0, ldo);
+            if (!nxc) {  // y_g[Og × c] = Wm_g[Og × R] · col[R × c], col made panel by panel
+                auto cols = [&](std::int64_t k0, std::int64_t kc, std::int64_t j0, std::int64_t n, std::int64_t width,
+                                T* dst) {
+                    im2col_ncx(g, s.x, tile, grp, k0, k0 + kc, c0 + j0, c0 + j0 + n, dst, width, 1);
+                    if (n < width)
+                        for (std::int64_t k = 0; k < kc; ++k) std::fill(dst + k * width + n, dst + (k + 1) * width, T(0));
+                };
+                gemm_from<T>(false, Og, c1 - c0, R, T(1), wg, R, panel_source<T>(cols), T(0), om + c0, ldo);
                 if (staged) {
                     barrier();
                     s.os.scatter(stage, tile, grp, s.o, part(Og, t, nt), part(Og, t + 1, nt));
@@ -157,13 +164,20 @@ void group_step(const Step<T>& s, const ColTile& tile, std::int64_t grp, T* col,
             break;
         }
         case Kind::WeightGrad: {
-            barrier();
             const std::int64_t r0 = part(R, t, nt), r1 = part(R, t + 1, nt);
             T* dw = const_cast<T*>(wg);
-            if (!nxc)  // dW_g[Og × r] += u_g[Og × C] · colᵀ[C × r]
-                gemm<T>(false, true, Og, r1 - r0, C, T(1), om, ldo, col + r0 * C, C, T(1), dw + r0, R);
-            else  // dWk_g[Og × r] += u_gᵀ[Og × C] · col[C × r]
+            if (!nxc) {  // dW_g[Og × r] += u_g[Og × C] · colᵀ[C × r], colᵀ made panel by panel
+                auto cols_t = [&](std::int64_t k0, std::int64_t kc, std::int64_t j0, std::int64_t n, std::int64_t width,
+                                  T* dst) {
+                    im2col_ncx(g, s.x, tile, grp, r0 + j0, r0 + j0 + n, k0, k0 + kc, dst, 1, width);
+                    if (n < width)
+                        for (std::int64_t k = 0; k < kc; ++k) std::fill(dst + k * width + n, dst + (k + 1) * width, T(0));
+                };
+                gemm_from<T>(false, Og, r1 - r0, C, T(1), om, ldo, panel_source<T>(cols_t), T(1), dw + r0, R);
+            } else {  // dWk_g[Og × r] += u_gᵀ[Og × C] · col[C × r]
+                barrier();
                 gemm<T>(true, false, Og, r1 - r0, C, T(1), om, ldo, col + r0, R, T(1), dw + r0, R);
+            }
             break;
         }
     }
@@ -191,11 +205,12 @@ void run_kernel(Kind kind, const ConvGeometry& g, T* x, T* o, T* w) {
     // own buffers. Few groups: the whole team works on one group at a time.
     const bool by_group = nt > 1 && G >= nt;
     const int nbuf = by_group ? nt : 1;
-    const std::int64_t bytes_per_col = static_cast<std::int64_t>(sizeof(T)) * (R + (nxc ? 0 : Og)) * nbuf;
+    const bool uses_col = nxc || kind == Kind::Transposed;  // NCX im2col feeds the GEMM directly
+    const std::int64_t bytes_per_col = static_cast<std::int64_t>(sizeof(T)) * ((uses_col ? R : 0) + (nxc ? 0 : Og)) * nbuf;
     const std::vector<Tile> tiles = make_tiles(g.N, P, bytes_per_col);
     std::int64_t max_cols = 0;
     for (const Tile& t : tiles) max_cols = std::max(max_cols, t.cols());
-    Buffer<T> col(nbuf * R * max_cols);
+    Buffer<T> col(uses_col ? nbuf * R * max_cols : 0);
     Buffer<T> stage(nxc || tiles.empty() || tiles[0].nb == 1 ? 0 : nbuf * Og * max_cols);
     Buffer<T> wk;
     T* wm = w;  // the weight matrix in the row order of col
@@ -222,7 +237,7 @@ void run_kernel(Kind kind, const ConvGeometry& g, T* x, T* o, T* w) {
 #pragma omp parallel for num_threads(nt) schedule(static)
             for (std::int64_t grp = 0; grp < G; ++grp) {
                 const int id = omp_get_thread_num();
-                group_step(s, tile, grp, col.data() + id * R * max_cols,
+                group_step(s, tile, grp, col.empty() ? nullptr : col.data() + id * R * max_cols,
                            stage.empty() ? nullptr : stage.data() + id * Og * max_cols, 0, 1);
             }
         } else {

@@ -26,34 +26,47 @@ void for_images(const ColTile& t, std::int64_t c0, std::int64_t c1, F&& f) {
 }  // namespace
 
 template <class T>
+void im2col_ncx(const ConvGeometry& g, const T* x, const ColTile& tile, std::int64_t group, std::int64_t r0,
+                std::int64_t r1, std::int64_t c0, std::int64_t c1, T* dst, std::int64_t ldr, std::int64_t ldc) {
+    const Axes ax(g);
+    const std::int64_t Ig = g.Ig;
+    const std::int64_t sl = ax.s[ax.D - 1];
+    std::int64_t k[kMaxD];
+    for (std::int64_t r = r0; r < r1; ++r) {
+        ax.unravel(r % ax.Kn, ax.K, k);
+        const std::int64_t i = r / ax.Kn;
+        T* const row = dst + (r - r0) * ldr;
+        for_images(tile, c0, c1, [&](std::int64_t ni, std::int64_t q0, std::int64_t q1, std::int64_t at0) {
+            const T* xc = x + ((tile.n0 + ni) * ax.Ctot + group * Ig + i) * ax.Xn;
+            T* const run0 = row + (at0 - c0) * ldc;
+            ax.for_runs(q0, q1, k, [&](std::int64_t at, std::int64_t len, bool ok, std::int64_t off, std::int64_t a0,
+                                       std::int64_t kbase) {
+                T* d = run0 + at * ldc;
+                std::int64_t lo = 0, hi = 0;
+                if (ok) ax.valid_range(a0, len, kbase, lo, hi);
+                const T* src = xc + off + (a0 + lo) * sl + kbase;
+                if (ldc == 1) {
+                    std::fill_n(d, lo, T(0));
+                    if (sl == 1) std::memcpy(d + lo, src, static_cast<std::size_t>(hi - lo) * sizeof(T));
+                    else for (std::int64_t t = lo; t < hi; ++t) d[t] = src[(t - lo) * sl];
+                    std::fill(d + hi, d + len, T(0));
+                } else {
+                    for (std::int64_t t = 0; t < lo; ++t) d[t * ldc] = T(0);
+                    for (std::int64_t t = lo; t < hi; ++t) d[t * ldc] = src[(t - lo) * sl];
+                    for (std::int64_t t = hi; t < len; ++t) d[t * ldc] = T(0);
+                }
+            });
+        });
+    }
+}
+
+template <class T>
 void im2col(const ConvGeometry& g, const T* x, const ColTile& tile, std::int64_t group, std::int64_t c0,
             std::int64_t c1, T* col) {
     const Axes ax(g);
-    const std::int64_t Ig = g.Ig, R = g.R(), cols = tile.cols();
-    const std::int64_t sl = ax.s[ax.D - 1];
+    const std::int64_t Ig = g.Ig, R = g.R();
     if (g.layout == Layout::NCX) {
-        std::int64_t k[kMaxD];
-        for (std::int64_t r = 0; r < R; ++r) {
-            ax.unravel(r % ax.Kn, ax.K, k);
-            const std::int64_t i = r / ax.Kn;
-            for_images(tile, c0, c1, [&](std::int64_t ni, std::int64_t q0, std::int64_t q1, std::int64_t at0) {
-                const T* xc = x + ((tile.n0 + ni) * ax.Ctot + group * Ig + i) * ax.Xn;
-                T* row = col + r * cols + at0;
-                ax.for_runs(q0, q1, k, [&](std::int64_t at, std::int64_t len, bool ok, std::int64_t off, std::int64_t a0,
-                                           std::int64_t kbase) {
-                    T* dst = row + at;
-                    if (!ok) { std::fill_n(dst, len, T(0)); return; }
-                    std::int64_t lo, hi;
-                    ax.valid_range(a0, len, kbase, lo, hi);
-                    std::fill_n(dst, lo, T(0));
-                    std::fill(dst + hi, dst + len, T(0));
-                    if (lo == hi) return;
-                    const T* src = xc + off + (a0 + lo) * sl + kbase;
-                    if (sl == 1) std::memcpy(dst + lo, src, static_cast<std::size_t>(hi - lo) * sizeof(T));
-                    else for (std::int64_t t = lo; t < hi; ++t) dst[t] = src[(t - lo) * sl];
-                });
-            });
-        }
+        im2col_ncx(g, x, tile, group, 0, R, c0, c1, col + c0, tile.cols(), 1);
         return;
     }
     // NXC: one row per position, ∏K runs of Ig contiguous channels.
@@ -123,6 +136,10 @@ template void im2col<float>(const ConvGeometry&, const float*, const ColTile&, s
                             float*);
 template void im2col<double>(const ConvGeometry&, const double*, const ColTile&, std::int64_t, std::int64_t,
                              std::int64_t, double*);
+template void im2col_ncx<float>(const ConvGeometry&, const float*, const ColTile&, std::int64_t, std::int64_t,
+                                std::int64_t, std::int64_t, std::int64_t, float*, std::int64_t, std::int64_t);
+template void im2col_ncx<double>(const ConvGeometry&, const double*, const ColTile&, std::int64_t, std::int64_t,
+                                 std::int64_t, std::int64_t, std::int64_t, double*, std::int64_t, std::int64_t);
 template void col2im<float>(const ConvGeometry&, const float*, const ColTile&, std::int64_t, std::int64_t, std::int64_t,
                             std::int64_t, std::int64_t, float*);
 template void col2im<double>(const ConvGeometry&, const double*, const ColTile&, std::int64_t, std::int64_t,
