@@ -2,6 +2,7 @@
 
 #include <cblas.h>
 
+#include <atomic>
 #include <climits>
 #include <cstdlib>
 #include <thread>
@@ -78,7 +79,7 @@ void gemm_impl(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K,
 #endif
     // Outside a team and worth a team (~1 ms of work, as in the conv kernels): split the
     // larger of M and N between the threads.
-    if (nt == 1 || in_team || static_cast<double>(M) * N * K < 2.5e7) {
+    if (nt == 1 || in_team || team_size(2.0 * static_cast<double>(M) * N * K, 5e7) == 1) {
         blas_call(ta, tb, m, n, k, alpha, A, la, B, lb, beta, C, lc);
         return;
     }
@@ -141,7 +142,15 @@ void set_num_threads(int n) {
 
 int num_threads() { return thread_setting(); }
 
-int team_size(double work, double min_work) { return work < min_work ? 1 : thread_setting(); }
+namespace {
+std::atomic<bool> g_force_teams{false};
+}
+
+void force_thread_teams(bool on) { g_force_teams = on; }
+
+int team_size(double work, double min_work) {
+    return work < min_work && !g_force_teams.load(std::memory_order_relaxed) ? 1 : thread_setting();
+}
 
 template <>
 void gemm<float>(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,

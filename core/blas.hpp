@@ -46,4 +46,8 @@ int num_threads();
 // on a busy machine cost more than they save).
 int team_size(double work, double min_work);
 
+// Tests: with `on`, team_size starts a full team whatever the work, so that small cases
+// reach the multi-threaded code paths. A startup-style setting, like set_num_threads.
+void force_thread_teams(bool on);
+
 }  // namespace tg

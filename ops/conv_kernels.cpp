@@ -231,7 +231,7 @@ void run_kernel(Kind kind, const ConvGeometry& g, T* x, T* o, T* w) {
         // stalls its team. Below ~1 ms of single-core work the work runs on one thread.
         const double flops = 2.0 * static_cast<double>(Og) * static_cast<double>(R) * static_cast<double>(tile.cols()) *
                              static_cast<double>(by_group ? G : 1);
-        if (nt == 1 || flops < kTeamMinFlops) {
+        if (team_size(flops, kTeamMinFlops) == 1) {
             for (std::int64_t grp = 0; grp < G; ++grp) group_step(s, tile, grp, col.data(), stage.data(), 0, 1);
         } else if (by_group) {
 #pragma omp parallel for num_threads(nt) schedule(static)

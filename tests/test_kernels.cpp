@@ -12,6 +12,7 @@
 #include <random>
 #include <sstream>
 
+#include "core/blas.hpp"
 #include "core/simd.hpp"
 #include "core/tensor.hpp"
 #include "ops/conv_kernels.hpp"
@@ -173,6 +174,51 @@ TEST_CASE("f32 and bf16 kernels match the reference at every SIMD instruction se
         }
     }
     simd::force(before);
+}
+
+// Bitwise for f32 (tapegrad's GEMM sums every element in the same order however the work is
+// split) when the tiling does not depend on the team: a small workspace budget is divided
+// between the threads' buffers, so those rows (and f64 on OpenBLAS, whose kernels depend on
+// the block sizes) are held to the reference tolerance instead.
+TEST_CASE("thread teams (forced on small cases) give the results of one thread", "[kernels][threads]") {
+    struct Restore {
+        int n = num_threads();
+        ~Restore() {
+            force_thread_teams(false);
+            set_num_threads(n);
+        }
+    } restore;
+    std::mt19937_64 rng(99);
+    for (const ConvConfig& c : conv_table()) {
+        const WorkspaceGuard ws(c.budget);
+        for (Layout layout : {Layout::NCX, Layout::NXC})
+            for (DType dt : {DType::f64, DType::f32})
+                for (const ConvGeometry& g : {forward_geometry(c, layout), transposed_geometry(c, layout)}) {
+                    const Tensor x = random_tensor(g.in_shape(), rng).to(dt), u = random_tensor(g.out_shape(), rng).to(dt),
+                                 W = random_tensor(g.weight_shape(), rng).to(dt);
+                    std::vector<std::vector<double>> runs;
+                    for (int threads : {1, 2, 3}) {
+                        set_num_threads(threads);
+                        force_thread_teams(threads > 1);
+                        std::vector<double> all = conv_forward(x, W, g).values();
+                        for (const Tensor& t : {conv_transposed(u, W, g), conv_weight_grad(x, u, g)}) {
+                            const std::vector<double> v = t.values();
+                            all.insert(all.end(), v.begin(), v.end());
+                        }
+                        runs.push_back(std::move(all));
+                    }
+                    INFO(describe(c, layout, dt));
+                    if (dt == DType::f32 && c.budget == (std::int64_t{64} << 20)) {
+                        CHECK(runs[1] == runs[0]);
+                        CHECK(runs[2] == runs[0]);
+                    } else {
+                        const double tol = factor_for(dt, g) * 64;  // |values| of these sums stay below ~64
+                        for (int r = 1; r < 3; ++r)
+                            for (std::size_t i = 0; i < runs[0].size(); ++i)
+                                if (!(std::fabs(runs[r][i] - runs[0][i]) <= tol)) FAIL_CHECK("element " << i << " differs");
+                    }
+                }
+    }
 }
 
 TEST_CASE("conv kernels satisfy the adjoint identities on every table row", "[kernels]") {
