@@ -1,6 +1,11 @@
 // The command line, end to end: the built tapegrad binary on case files written into a
 // temporary folder. For every error class of OPS.md 3.5 (and bad case files) it must exit
 // 1, print exactly one `error:` line naming the offending key, and leave no file behind.
+// `tapegrad bench` is checked the same way on tiny shapes files (--min-time 0.01).
+#include <algorithm>
+#include <set>
+#include <sstream>
+
 #include <catch2/catch.hpp>
 
 #include <nlohmann/json.hpp>
@@ -603,4 +608,203 @@ TEST_CASE("cli explain prints the resolved pads and output shape (OPS.md Example
         CHECK_THAT(r.out, Catch::Contains("pads_begin 0, pads_end 1"));
         CHECK_THAT(r.out, Catch::Contains("output shape [1, 1, 2]"));
     }
+}
+
+// ---- tapegrad bench ---------------------------------------------------------------------
+
+namespace {
+
+// Two tiny transposed convolutions in the format of ../shared/bench/shapes.json: a 1-D one
+// whose own layout is NXC, and a grouped 2-D one without a layout key (NCX).
+json bench_shapes() {
+    return {{"comment", "test shapes"},
+            {"shapes",
+             {{{"name", "t1d"}, {"note", "1-D, k4 s2 p1"}, {"dims", 1}, {"N", 3}, {"C_in", 4}, {"C_out", 2},
+               {"groups", 1}, {"input", {6}}, {"kernel", {4}}, {"strides", {2}}, {"pads_begin", {1}},
+               {"pads_end", {1}}, {"dilations", {1}}, {"output_padding", {0}}, {"layout", "NXC"}},
+              {{"name", "t2d"}, {"dims", 2}, {"N", 1}, {"C_in", 4}, {"C_out", 6}, {"groups", 2},
+               {"input", {3, 4}}, {"kernel", {3, 2}}, {"strides", {2, 1}}, {"pads_begin", {1, 0}},
+               {"pads_end", {0, 0}}, {"dilations", {1, 2}}, {"output_padding", {1, 0}}}}}};
+}
+
+// 2·N·C_in·(C_out/groups)·∏kernel·∏input for the shapes above at batch N.
+double bench_flops(const std::string& shape, double N) {
+    return shape == "t1d" ? 2 * N * 4 * 2 * 4 * 6 : 2 * N * 4 * 3 * (3 * 2) * (3 * 4);
+}
+
+struct BenchRun {
+    CommandResult r;
+    std::vector<json> rows;
+};
+
+BenchRun run_bench(const json& shapes, std::vector<std::string> args) {
+    TempDir dir;
+    write_bytes(dir / "shapes.json", shapes.dump());
+    args.insert(args.begin(), {"bench", "--shapes", dir / "shapes.json", "--min-time", "0.01"});
+    BenchRun b;
+    b.r = run_tapegrad(args, dir);
+    INFO("stderr: " << b.r.err << "\nstdout: " << b.r.out);
+    CHECK(b.r.exit_code == 0);
+    CHECK(b.r.err.empty());
+    if (std::find(args.begin(), args.end(), "--json") == args.end()) return b;
+    std::istringstream lines(b.r.out);
+    for (std::string line; std::getline(lines, line);) {
+        json j;
+        REQUIRE_NOTHROW(j = json::parse(line));  // only JSON on stdout
+        b.rows.push_back(j);
+    }
+    return b;
+}
+
+// One row of `--json`: exactly the nine keys, plausible numbers.
+void check_row(const json& j, const std::string& shape, const std::string& op, const std::string& dtype,
+               const std::string& layout, std::int64_t batch) {
+    INFO(j.dump());
+    REQUIRE(j.is_object());
+    std::set<std::string> keys;
+    for (const auto& [k, v] : j.items()) keys.insert(k);
+    CHECK(keys == std::set<std::string>{"shape", "op", "dtype", "layout", "threads", "batch", "median_ms", "gflops",
+                                        "extra_bytes"});
+    CHECK(j["shape"] == shape);
+    CHECK(j["op"] == op);
+    CHECK(j["dtype"] == dtype);
+    CHECK(j["layout"] == layout);
+    CHECK(j["batch"] == batch);
+    REQUIRE(j["threads"].is_number_integer());
+    CHECK(j["threads"].get<int>() >= 1);
+    REQUIRE(j["median_ms"].is_number());
+    REQUIRE(j["gflops"].is_number());
+    const double ms = j["median_ms"], gf = j["gflops"];
+    CHECK(ms > 0);
+    CHECK(gf > 0);
+    CHECK(gf == Approx(bench_flops(shape, static_cast<double>(batch)) / (ms * 1e6)).epsilon(1e-9));
+    REQUIRE(j["extra_bytes"].is_number_integer());
+    CHECK(j["extra_bytes"].get<std::int64_t>() >= 0);
+}
+
+void expect_bench_error(const std::string& label, const json& shapes, std::vector<std::string> args,
+                        const std::vector<std::string>& must_name, bool with_shapes = true) {
+    TempDir dir;
+    write_bytes(dir / "shapes.json", shapes.dump());
+    if (with_shapes) args.insert(args.begin(), {"--shapes", dir / "shapes.json"});
+    args.insert(args.begin(), "bench");
+    const CommandResult r = run_tapegrad(args, dir);
+    INFO(label << "\n  stderr: " << r.err);
+    CHECK(r.exit_code == 1);
+    CHECK(count_lines(r.err) == 1);
+    CHECK(r.err.rfind("error: ", 0) == 0);
+    for (const std::string& name : must_name) CHECK_THAT(r.err, Catch::Contains(name));
+    CHECK(r.out.empty());
+}
+
+}  // namespace
+
+TEST_CASE("cli bench --json: one line per (shape, op), all three ops by default, --batch", "[cli][bench]") {
+    const BenchRun b = run_bench(bench_shapes(), {"--only", "t2d", "--batch", "2", "--json"});
+    REQUIRE(b.rows.size() == 3);
+    check_row(b.rows[0], "t2d", "fwd", "f32", "NCX", 2);
+    check_row(b.rows[1], "t2d", "bwd_data", "f32", "NCX", 2);
+    check_row(b.rows[2], "t2d", "bwd_weights", "f32", "NCX", 2);
+}
+
+TEST_CASE("cli bench --json with --ops, --dtype bf16, --layout NXC and --threads", "[cli][bench]") {
+    const BenchRun b = run_bench(bench_shapes(), {"--ops", "bwd_data", "--dtype", "bf16", "--layout", "NXC", "--threads",
+                                                  "1", "--batch", "2", "--json"});
+    REQUIRE(b.rows.size() == 2);  // every shape of the file, one op
+    check_row(b.rows[0], "t1d", "bwd_data", "bf16", "NXC", 2);
+    check_row(b.rows[1], "t2d", "bwd_data", "bf16", "NXC", 2);
+    CHECK(b.rows[0]["threads"] == 1);
+    CHECK(b.rows[1]["threads"] == 1);
+}
+
+TEST_CASE("cli bench prints a table; a shape's own layout is the default", "[cli][bench]") {
+    const BenchRun b = run_bench(bench_shapes(), {"--only", "t1d", "--ops", "bwd_weights", "--dtype", "f16"});
+    INFO(b.r.out);
+    REQUIRE(count_lines(b.r.out) == 2);  // header + one row
+    const std::string row = b.r.out.substr(b.r.out.find('\n') + 1);
+    for (const char* col : {"shape", "op", "dtype", "layout", "threads", "batch", "median ms", "GFLOP/s", "extra MiB"})
+        CHECK_THAT(b.r.out.substr(0, b.r.out.find('\n')), Catch::Contains(col));
+    std::istringstream cells(row);
+    std::string shape, op, dtype, layout, threads, batch;
+    double ms = 0, gf = 0, mib = -1;
+    cells >> shape >> op >> dtype >> layout >> threads >> batch >> ms >> gf >> mib;
+    CHECK(shape == "t1d");
+    CHECK(op == "bwd_weights");
+    CHECK(dtype == "f16");
+    CHECK(layout == "NXC");  // from the shape's "layout" key
+    CHECK(batch == "3");     // the shape's own N
+    CHECK(ms > 0);
+    CHECK(gf > 0);
+    CHECK(mib >= 0);
+}
+
+TEST_CASE("cli bench: bad options, one error line naming the option and its value", "[cli][bench]") {
+    const json s = bench_shapes();
+    expect_bench_error("unknown option", s, {"--frobnicate"}, {"--frobnicate"});
+    expect_bench_error("a stray argument", s, {"t1d"}, {"t1d"});
+    expect_bench_error("missing value", s, {"--threads"}, {"--threads"});
+    expect_bench_error("missing value of --shapes", s, {"--shapes"}, {"--shapes"}, false);
+    expect_bench_error("no --shapes", s, {"--json"}, {"--shapes"}, false);
+    expect_bench_error("threads not an integer", s, {"--threads", "two"}, {"--threads", "two"});
+    expect_bench_error("threads 0", s, {"--threads", "0"}, {"--threads", "'0'"});
+    expect_bench_error("threads with a suffix", s, {"--threads", "2x"}, {"--threads", "2x"});
+    expect_bench_error("batch negative", s, {"--batch", "-1"}, {"--batch", "-1"});
+    expect_bench_error("batch fractional", s, {"--batch", "1.5"}, {"--batch", "1.5"});
+    expect_bench_error("batch too large for int", s, {"--batch", "99999999999"}, {"--batch", "99999999999"});
+    expect_bench_error("unknown op", s, {"--ops", "fwd,bwd"}, {"--ops", "bwd"});
+    expect_bench_error("empty op", s, {"--ops", "fwd,"}, {"--ops", "fwd,"});
+    expect_bench_error("unknown dtype", s, {"--dtype", "f64"}, {"--dtype", "f64"});
+    expect_bench_error("unknown layout", s, {"--layout", "NHWC"}, {"--layout", "NHWC"});
+    expect_bench_error("bad --min-time", s, {"--min-time", "soon"}, {"--min-time", "soon"});
+    expect_bench_error("--only naming no shape", s, {"--only", "resnet"}, {"--only", "resnet"});
+    TempDir dir;
+    expect_bench_error("missing shapes file", s, {"--shapes", dir / "nothere.json"}, {"--shapes", "nothere.json"}, false);
+    expect_bench_error("shapes file is a folder", s, {"--shapes", dir.path().string()}, {"--shapes"}, false);
+    write_bytes(dir / "bad.json", R"({"shapes": [{"name": "x")");
+    expect_bench_error("malformed JSON", s, {"--shapes", dir / "bad.json"}, {"--shapes", "bad.json", "JSON"}, false);
+    expect_bench_error("no shapes list", json{{"comment", "x"}}, {}, {"--shapes", "shapes"});
+    expect_bench_error("empty shapes list", json{{"shapes", json::array()}}, {}, {"--shapes", "no shape"});
+}
+
+TEST_CASE("cli bench: every field of every shape is checked, errors name the shape and the key", "[cli][bench]") {
+    auto with = [](const char* key, json v, int shape = 1) {
+        json s = bench_shapes();
+        s["shapes"][shape][key] = std::move(v);
+        return s;
+    };
+    auto without = [](const char* key) {
+        json s = bench_shapes();
+        s["shapes"][1].erase(key);
+        return s;
+    };
+    for (const char* key : {"dims", "N", "C_in", "C_out", "groups", "input", "kernel", "strides", "pads_begin", "pads_end",
+                            "dilations", "output_padding"})
+        expect_bench_error(std::string("missing ") + key, without(key), {}, {"t2d", key, "missing"});
+    for (const char* key : {"dims", "C_out", "kernel", "pads_end"})  // integers and lists, read by the same code
+        expect_bench_error(std::string("string ") + key, with(key, "3"), {}, {"t2d", key});
+    expect_bench_error("missing name", without("name"), {}, {"#1", "name"});
+    expect_bench_error("name not a string", with("name", 7), {}, {"#1", "name"});
+    expect_bench_error("two shapes of one name", with("name", "t1d"), {}, {"t1d", "name"});
+    expect_bench_error("shape not an object", [] { json s = bench_shapes(); s["shapes"][1] = 5; return s; }(), {}, {"shapes[1]"});
+    expect_bench_error("N = 0", with("N", 0), {}, {"t2d", "'N'", ">= 1"});
+    expect_bench_error("N fractional", with("N", 1.5), {}, {"t2d", "'N'", "integer"});
+    expect_bench_error("C_in negative", with("C_in", -4), {}, {"t2d", "C_in"});
+    expect_bench_error("C_out = 0", with("C_out", 0), {}, {"t2d", "C_out"});
+    expect_bench_error("groups = 0", with("groups", 0), {}, {"t2d", "groups"});
+    expect_bench_error("groups not dividing C_in", with("groups", 3), {}, {"t2d", "groups", "C_in"});
+    expect_bench_error("groups not dividing C_out", with("groups", 4), {}, {"t2d", "groups", "C_out"});
+    expect_bench_error("dims = 0", with("dims", 0), {}, {"t2d", "dims"});
+    expect_bench_error("kernel too short", with("kernel", {3}), {}, {"t2d", "kernel", "dims"});
+    expect_bench_error("strides too long", with("strides", {1, 1, 1}), {}, {"t2d", "strides"});
+    expect_bench_error("input holding 0", with("input", {3, 0}), {}, {"t2d", "input"});
+    expect_bench_error("kernel holding a float", with("kernel", {3, 2.5}), {}, {"t2d", "kernel"});
+    expect_bench_error("stride 0", with("strides", {0, 1}), {}, {"t2d", "strides"});
+    expect_bench_error("dilation 0", with("dilations", {1, 0}), {}, {"t2d", "dilations"});
+    expect_bench_error("negative pad", with("pads_end", {0, -1}), {}, {"t2d", "pads_end"});
+    expect_bench_error("negative output_padding", with("output_padding", {-1, 0}), {}, {"t2d", "output_padding"});
+    expect_bench_error("pads leave no output", with("pads_begin", {9, 0}), {}, {"t2d", "pads_begin"});
+    expect_bench_error("bad layout key", with("layout", "NHWC"), {}, {"t2d", "layout"});
+    expect_bench_error("a bad shape is refused even when --only names another", with("N", 0), {"--only", "t1d"},
+                       {"t2d", "'N'"});
+    expect_bench_error("an output over 4 GiB", with("input", {1 << 20, 1 << 20}), {}, {"t2d", "input", "limit"});
 }

@@ -1,9 +1,11 @@
 // The `tapegrad` command line: `run` executes one op of a case file (CASES.md), `explain`
-// shows how its padding and output shape were resolved.
+// shows how its padding and output shape were resolved, `gradcheck` checks its gradients,
+// `bench` times the convolution kernels on a shapes file (tools/bench_cmd.cpp).
 #include <cstdio>
 #include <cstring>
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include "core/npy.hpp"
 #include "ops/opset.hpp"
@@ -12,6 +14,7 @@
 namespace tg {
 
 int cmd_gradcheck(const std::string& path);  // tools/gradcheck_cmd.cpp
+int cmd_bench(const std::vector<std::string>& args);  // tools/bench_cmd.cpp
 
 namespace {
 
@@ -107,7 +110,26 @@ void usage(std::FILE* f) {
                  "usage: tapegrad run CASE.json      run one op (CASES.md) and write its outputs\n"
                  "       tapegrad explain CASE.json  show how padding and the output shape are resolved\n"
                  "       tapegrad gradcheck CASE.json  check the op's gradients (finite differences, second\n"
-                 "                                     derivatives, adjoint identity, dtype vs f64) on random inputs\n");
+                 "                                     derivatives, adjoint identity, dtype vs f64) on random inputs\n"
+                 "       tapegrad bench --shapes SHAPES.json [options]\n"
+                 "                                     time the convolution kernels on the transposed-convolution\n"
+                 "                                     shapes of SHAPES.json (format of ../shared/bench/shapes.json)\n"
+                 "\n"
+                 "bench options:\n"
+                 "  --ops LIST        comma-separated, of: bwd_data (the transposed convolution), fwd (the\n"
+                 "                    convolution that is its data gradient), bwd_weights (that convolution's\n"
+                 "                    filter gradient); default all three\n"
+                 "  --threads N       threads (N >= 1); default the library's (TAPEGRAD_NUM_THREADS or the cores)\n"
+                 "  --batch N         overrides every shape's N (N >= 1)\n"
+                 "  --layout NCX|NXC  tensor layout; default each shape's \"layout\" key, else NCX\n"
+                 "  --dtype f32|bf16|f16  element type (inputs uniform in [-1, 1], fixed seed); default f32\n"
+                 "  --only NAME       only the shape called NAME\n"
+                 "  --json            one JSON object per line: shape, op, dtype, layout, threads, batch,\n"
+                 "                    median_ms, gflops, extra_bytes\n"
+                 "  --min-time S      time each (shape, op) for about S seconds (default 0.3; tests use 0.01)\n"
+                 "Per (shape, op): one warm-up call, then at least 3 and at most 1000 calls; the median time,\n"
+                 "GFLOP/s = 2*N*C_in*(C_out/groups)*prod(kernel)*prod(input) / time, and extra MiB = the peak\n"
+                 "of the kernels' workspace (temporaries and their cache; not inputs or outputs).\n");
 }
 
 }  // namespace
@@ -118,16 +140,22 @@ int main(int argc, char** argv) {
         tg::usage(stdout);
         return 0;
     }
-    if (argc != 3) {
+    const bool bench = argc >= 2 && !std::strcmp(argv[1], "bench");
+    if (bench && argc == 3 && (!std::strcmp(argv[2], "--help") || !std::strcmp(argv[2], "-h"))) {
+        tg::usage(stdout);
+        return 0;
+    }
+    if (!bench && argc != 3) {
         std::fprintf(stderr, "error: expected a command and a case file (try tapegrad --help)\n");
         return 1;
     }
-    const std::string cmd = argv[1], path = argv[2];
+    const std::string cmd = argv[1], path = bench ? "" : argv[2];
     try {
+        if (bench) return tg::cmd_bench(std::vector<std::string>(argv + 2, argv + argc));
         if (cmd == "run") return tg::cmd_run(path);
         if (cmd == "explain") return tg::cmd_explain(path);
         if (cmd == "gradcheck") return tg::cmd_gradcheck(path);
-        std::fprintf(stderr, "error: unknown command '%s' (expected run, explain or gradcheck)\n", cmd.c_str());
+        std::fprintf(stderr, "error: unknown command '%s' (expected run, explain, gradcheck or bench)\n", cmd.c_str());
         return 1;
     } catch (const std::exception& e) {
         std::string msg = e.what();

@@ -1,0 +1,368 @@
+// `tapegrad bench --shapes FILE.json [options]`: times the three convolution kernels on the
+// transposed-convolution layer shapes of a shapes file (../shared/bench/shapes.json).
+//
+// Each shape is a transposed convolution (ConvolutionBackpropData). Its small `input` tensor
+// [N, C_in, input...] is the o-side of the ConvGeometry, the upsampled result the i-side:
+//   bwd_data     the transposed convolution itself:   conv_transposed(x, W, g)
+//   fwd          the convolution whose data gradient it is: conv_forward(dy, W, g)
+//   bwd_weights  that convolution's filter gradient:   conv_weight_grad(dy, x, g)
+// fwd and bwd_weights are the two gradients of the transposed convolution (what training runs).
+// FLOPs = 2·N·C_in·(C_out/groups)·∏kernel·∏input for each of the three ops.
+//
+// Per (shape, op): one warm-up call, then calls until --min-time seconds (default 0.3) have
+// passed (at least 3, at most 1000); the median wall time is reported. extra_bytes is the
+// peak of the library's workspace (core/workspace.hpp: every kernel temporary, including
+// its cache kept across calls) over the timed calls; inputs and outputs are not counted.
+// The cache is released before each (shape, op), so one's cache never counts in the next.
+// --min-time is meant for tests and quick checks.
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+#include <sys/stat.h>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/blas.hpp"
+#include "core/workspace.hpp"
+#include "ops/conv_kernels.hpp"
+
+namespace tg {
+
+namespace {
+
+using json = nlohmann::json;
+
+const char* const kOps[] = {"fwd", "bwd_data", "bwd_weights"};
+
+// Every tensor the benchmark allocates is refused above this size (as `tapegrad run` does).
+constexpr double kMaxTensorBytes = static_cast<double>(std::int64_t{4} << 30);
+
+struct Options {
+    std::string shapes_path, only;
+    int threads = 0, batch = 0;  // 0: the library default / the shape's own N
+    std::vector<std::string> ops;
+    std::optional<Layout> layout;
+    DType dtype = DType::f32;
+    bool as_json = false;
+    double min_time = 0.3;
+};
+
+struct BenchShape {
+    std::string name;
+    ConvGeometry g;
+    std::int64_t C_in = 0, C_out = 0;
+    Shape input, kernel;
+};
+
+int parse_count(const std::string& opt, const std::string& v) {
+    int n = 0;
+    const char* end = v.data() + v.size();
+    const auto [p, ec] = std::from_chars(v.data(), end, n);
+    if (v.empty() || ec != std::errc() || p != end || n < 1)
+        fail(opt, "bench: ", opt, " '", v, "' is not an integer >= 1");
+    return n;
+}
+
+Options parse_options(const std::vector<std::string>& args) {
+    Options o;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        const std::string& a = args[i];
+        auto value = [&]() -> const std::string& {
+            if (i + 1 >= args.size()) fail(a, "bench: option ", a, " needs a value");
+            return args[++i];
+        };
+        if (a == "--shapes") {
+            o.shapes_path = value();
+        } else if (a == "--only") {
+            o.only = value();
+            if (o.only.empty()) fail(a, "bench: --only needs a shape name, got ''");
+        } else if (a == "--threads") {
+            o.threads = parse_count(a, value());
+        } else if (a == "--batch") {
+            o.batch = parse_count(a, value());
+        } else if (a == "--ops") {
+            const std::string& v = value();
+            o.ops.clear();
+            std::stringstream ss(v);
+            std::string op;
+            bool any = false;
+            while (std::getline(ss, op, ',')) {
+                any = true;
+                if (std::find(std::begin(kOps), std::end(kOps), op) == std::end(kOps))
+                    fail(a, "bench: --ops '", v, "': unknown op '", op, "' (expected fwd, bwd_data, bwd_weights)");
+                if (std::find(o.ops.begin(), o.ops.end(), op) == o.ops.end()) o.ops.push_back(op);
+            }
+            if (!any || v.back() == ',') fail(a, "bench: --ops '", v, "' has an empty op name (expected fwd, bwd_data, bwd_weights)");
+        } else if (a == "--layout") {
+            const std::string& v = value();
+            if (v == "NCX") o.layout = Layout::NCX;
+            else if (v == "NXC") o.layout = Layout::NXC;
+            else fail(a, "bench: --layout '", v, "' is not NCX or NXC");
+        } else if (a == "--dtype") {
+            const std::string& v = value();
+            if (v == "f32") o.dtype = DType::f32;
+            else if (v == "bf16") o.dtype = DType::bf16;
+            else if (v == "f16") o.dtype = DType::f16;
+            else fail(a, "bench: --dtype '", v, "' is not f32, bf16 or f16");
+        } else if (a == "--min-time") {
+            const std::string& v = value();
+            char* end = nullptr;
+            const double t = std::strtod(v.c_str(), &end);
+            if (v.empty() || end != v.c_str() + v.size() || !std::isfinite(t) || t < 0 || t > 3600)
+                fail(a, "bench: --min-time '", v, "' is not a number of seconds in [0, 3600]");
+            o.min_time = t;
+        } else if (a == "--json") {
+            o.as_json = true;
+        } else {
+            fail(a, "bench: unknown option '", a, "' (try tapegrad --help)");
+        }
+    }
+    if (o.shapes_path.empty()) fail("--shapes", "bench: --shapes FILE.json is required");
+    if (o.ops.empty()) o.ops.assign(std::begin(kOps), std::end(kOps));
+    return o;
+}
+
+// ---- the shapes file -------------------------------------------------------------------
+
+std::int64_t need_int(const json& s, const std::string& shape, const char* key, std::int64_t min) {
+    if (!s.contains(key)) fail(key, "shape '", shape, "': missing key '", key, "'");
+    const json& v = s[key];
+    if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<std::uint64_t>() > std::uint64_t{1} << 62))
+        fail(key, "shape '", shape, "': key '", key, "' must be an integer, got ", v.dump().substr(0, 60));
+    const std::int64_t n = v.get<std::int64_t>();
+    if (n < min || n > std::int64_t{1} << 62)
+        fail(key, "shape '", shape, "': key '", key, "' is ", n, ", must be >= ", min);
+    return n;
+}
+
+Shape need_list(const json& s, const std::string& shape, const char* key, std::size_t dims, std::int64_t min) {
+    if (!s.contains(key)) fail(key, "shape '", shape, "': missing key '", key, "'");
+    const json& v = s[key];
+    if (!v.is_array()) fail(key, "shape '", shape, "': key '", key, "' must be a list of integers, got ", v.dump().substr(0, 60));
+    if (v.size() != dims)
+        fail(key, "shape '", shape, "': key '", key, "' has ", v.size(), " entries, but dims is ", dims);
+    Shape out;
+    for (const json& e : v) {
+        if (!e.is_number_integer() || (e.is_number_unsigned() && e.get<std::uint64_t>() > std::uint64_t{1} << 62))
+            fail(key, "shape '", shape, "': key '", key, "' must be a list of integers, got ", v.dump().substr(0, 60));
+        const std::int64_t n = e.get<std::int64_t>();
+        if (n < min || n > std::int64_t{1} << 62)
+            fail(key, "shape '", shape, "': key '", key, "' holds ", n, ", every entry must be >= ", min);
+        out.push_back(n);
+    }
+    return out;
+}
+
+double tensor_bytes(const Shape& s, DType dt) {
+    double n = static_cast<double>(dtype_size(dt));
+    for (std::int64_t d : s) n *= static_cast<double>(d);
+    return n;
+}
+
+// The shape as a ConvGeometry: the small input is the o-side, the upsampled result the
+// i-side (in = s·(input−1) + d·(K−1) + 1 − pb − pe + output_padding per axis).
+BenchShape read_shape(const json& s, std::size_t index, const Options& o) {
+    if (!s.is_object()) fail("shapes", "shapes file: shapes[", index, "] must be an object");
+    std::string name = "#" + std::to_string(index);
+    if (!s.contains("name")) fail("name", "shape ", name, ": missing key 'name'");
+    if (!s["name"].is_string() || s["name"].get<std::string>().empty())
+        fail("name", "shape ", name, ": key 'name' must be a non-empty string");
+    name = s["name"].get<std::string>();
+
+    BenchShape b;
+    b.name = name;
+    const std::int64_t dims = need_int(s, name, "dims", 1);
+    if (dims > 16) fail("dims", "shape '", name, "': key 'dims' is ", dims, ", more spatial axes than supported (16)");
+    const auto D = static_cast<std::size_t>(dims);
+    const std::int64_t N = need_int(s, name, "N", 1);
+    b.C_in = need_int(s, name, "C_in", 1);
+    b.C_out = need_int(s, name, "C_out", 1);
+    const std::int64_t G = need_int(s, name, "groups", 1);
+    if (b.C_in % G != 0) fail("groups", "shape '", name, "': groups ", G, " does not divide C_in ", b.C_in);
+    if (b.C_out % G != 0) fail("groups", "shape '", name, "': groups ", G, " does not divide C_out ", b.C_out);
+    b.input = need_list(s, name, "input", D, 1);
+    b.kernel = need_list(s, name, "kernel", D, 1);
+    const Shape st = need_list(s, name, "strides", D, 1), pb = need_list(s, name, "pads_begin", D, 0),
+                pe = need_list(s, name, "pads_end", D, 0), dil = need_list(s, name, "dilations", D, 1),
+                op = need_list(s, name, "output_padding", D, 0);
+    Layout layout = Layout::NCX;
+    if (s.contains("layout")) {
+        const json& l = s["layout"];
+        if (!l.is_string() || (l != "NCX" && l != "NXC"))
+            fail("layout", "shape '", name, "': key 'layout' must be \"NCX\" or \"NXC\", got ", l.dump().substr(0, 60));
+        layout = l == "NXC" ? Layout::NXC : Layout::NCX;
+    }
+    if (s.contains("note") && !s["note"].is_string()) fail("note", "shape '", name, "': key 'note' must be a string");
+
+    ConvGeometry& g = b.g;
+    g.N = o.batch > 0 ? o.batch : N;
+    g.G = G;
+    g.Og = b.C_in / G;
+    g.Ig = b.C_out / G;
+    g.kernel = b.kernel;
+    g.stride = st;
+    g.dilation = dil;
+    g.pad_begin = pb;
+    g.out_size = b.input;
+    g.layout = o.layout.value_or(layout);
+    for (std::size_t a = 0; a < D; ++a) {
+        // s·(in−1) + d·(K−1) + 1 − pb − pe + output_padding, in 128 bits (every term < 2^62).
+        const __int128 len = static_cast<__int128>(st[a]) * (b.input[a] - 1) +
+                             static_cast<__int128>(dil[a]) * (b.kernel[a] - 1) + 1 - pb[a] - pe[a] + op[a];
+        if (len < 1)
+            fail("pads_begin/pads_end", "shape '", name, "': the output on spatial axis ", a,
+                 " would have length ", static_cast<long long>(len), " (pads_begin + pads_end too large)");
+        if (len > static_cast<__int128>(std::int64_t{1} << 62))
+            fail("input", "shape '", name, "': the output on spatial axis ", a, " would be longer than 2^62");
+        g.in_size.push_back(static_cast<std::int64_t>(len));
+    }
+    try {
+        g.validate();
+    } catch (const Error& e) {
+        fail(e.key(), "shape '", name, "': ", e.what());
+    }
+    const char* what[] = {"the input", "the filter", "the output"};
+    const Shape shapes[] = {g.out_shape(), g.weight_shape(), g.in_shape()};
+    const char* keys[] = {"input", "kernel", "input"};
+    for (int t = 0; t < 3; ++t)
+        if (tensor_bytes(shapes[t], DType::f32) > kMaxTensorBytes)
+            fail(keys[t], "shape '", name, "': ", what[t], " ", shape_str(shapes[t]), " would need ",
+                 tensor_bytes(shapes[t], DType::f32), " bytes, over the limit of ", kMaxTensorBytes);
+    return b;
+}
+
+std::vector<BenchShape> read_shapes(const Options& o) {
+    const std::string& path = o.shapes_path;
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) fail("--shapes", "bench: --shapes '", path, "': cannot read the file");
+    std::ifstream f(path);
+    if (!f) fail("--shapes", "bench: --shapes '", path, "': cannot read the file");
+    std::stringstream ss;
+    ss << f.rdbuf();
+    json j;
+    try {
+        j = json::parse(ss.str());
+    } catch (const json::exception& e) {
+        fail("--shapes", "bench: --shapes '", path, "' is not valid JSON: ", e.what());
+    }
+    if (!j.is_object() || !j.contains("shapes") || !j["shapes"].is_array())
+        fail("--shapes", "bench: --shapes '", path, "' must hold an object with a list 'shapes'");
+    std::vector<BenchShape> out;
+    std::set<std::string> names;
+    for (std::size_t i = 0; i < j["shapes"].size(); ++i) {
+        BenchShape b = read_shape(j["shapes"][i], i, o);
+        if (!names.insert(b.name).second) fail("name", "shape '", b.name, "': key 'name' is used by two shapes");
+        out.push_back(std::move(b));
+    }
+    if (!o.only.empty()) {
+        std::erase_if(out, [&](const BenchShape& b) { return b.name != o.only; });
+        if (out.empty()) fail("--only", "bench: --only '", o.only, "' names no shape of '", path, "'");
+    } else if (out.empty()) {
+        fail("--shapes", "bench: --shapes '", path, "' holds no shape");
+    }
+    return out;
+}
+
+// ---- timing ----------------------------------------------------------------------------
+
+Tensor uniform(const Shape& s, std::mt19937& rng, DType dt) {
+    Tensor t = Tensor::empty(s, DType::f32);
+    std::uniform_real_distribution<float> u(-1.f, 1.f);
+    float* p = t.data<float>();
+    for (std::int64_t i = 0; i < t.numel(); ++i) p[i] = u(rng);
+    return t.to(dt);
+}
+
+struct Timing {
+    double median_ms = 0;
+    std::int64_t extra_bytes = 0;
+};
+
+template <class F>
+Timing time_op(F&& f, double min_time) {
+    using clock = std::chrono::steady_clock;
+    release_workspace_cache();
+    f();  // warm-up (fills the workspace cache a loop of calls would keep)
+    reset_workspace_peak();
+    std::vector<double> ms;
+    const auto start = clock::now();
+    while (ms.size() < 1000) {
+        const auto t0 = clock::now();
+        f();
+        const auto t1 = clock::now();
+        ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+        if (ms.size() >= 3 && std::chrono::duration<double>(t1 - start).count() >= min_time) break;
+    }
+    Timing t;
+    t.extra_bytes = workspace_peak_bytes();
+    std::sort(ms.begin(), ms.end());
+    const std::size_t n = ms.size();
+    t.median_ms = n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
+    return t;
+}
+
+}  // namespace
+
+int cmd_bench(const std::vector<std::string>& args) {
+    const Options o = parse_options(args);
+    const std::vector<BenchShape> shapes = read_shapes(o);
+    if (o.threads > 0) set_num_threads(o.threads);
+    const int threads = num_threads();
+    const char* dt = dtype_name(o.dtype);
+
+    std::size_t wname = 5;
+    for (const BenchShape& b : shapes) wname = std::max(wname, b.name.size());
+    if (!o.as_json) {
+        std::printf("%-*s  %-11s  %-5s  %-6s  %7s  %5s  %10s  %9s  %9s\n", static_cast<int>(wname), "shape", "op", "dtype",
+                    "layout", "threads", "batch", "median ms", "GFLOP/s", "extra MiB");
+        std::fflush(stdout);
+    }
+    std::mt19937 rng(42);
+    for (const BenchShape& b : shapes) {
+        const ConvGeometry& g = b.g;
+        const Tensor x = uniform(g.out_shape(), rng, o.dtype), W = uniform(g.weight_shape(), rng, o.dtype),
+                     dy = uniform(g.in_shape(), rng, o.dtype);
+        double flops = 2.0 * static_cast<double>(g.N) * static_cast<double>(b.C_in) * static_cast<double>(b.C_out / g.G);
+        for (std::size_t a = 0; a < b.kernel.size(); ++a) flops *= static_cast<double>(b.kernel[a]) * static_cast<double>(b.input[a]);
+        const char* layout = g.layout == Layout::NXC ? "NXC" : "NCX";
+        for (const std::string& op : o.ops) {
+            Timing t;
+            if (op == "bwd_data") t = time_op([&] { (void)conv_transposed(x, W, g); }, o.min_time);
+            else if (op == "fwd") t = time_op([&] { (void)conv_forward(dy, W, g); }, o.min_time);
+            else t = time_op([&] { (void)conv_weight_grad(dy, x, g); }, o.min_time);
+            const double gflops = flops / (t.median_ms * 1e6);
+            if (o.as_json) {
+                nlohmann::ordered_json row;
+                row["shape"] = b.name;
+                row["op"] = op;
+                row["dtype"] = dt;
+                row["layout"] = layout;
+                row["threads"] = threads;
+                row["batch"] = g.N;
+                row["median_ms"] = t.median_ms;
+                row["gflops"] = gflops;
+                row["extra_bytes"] = t.extra_bytes;
+                std::cout << row.dump() << std::endl;
+            } else {
+                std::printf("%-*s  %-11s  %-5s  %-6s  %7d  %5lld  %10.4f  %9.4g  %9.2f\n", static_cast<int>(wname), b.name.c_str(),
+                            op.c_str(), dt, layout, threads, static_cast<long long>(g.N), t.median_ms, gflops,
+                            static_cast<double>(t.extra_bytes) / (1024.0 * 1024.0));
+                std::fflush(stdout);
+            }
+        }
+    }
+    release_workspace_cache();
+    return 0;
+}
+
+}  // namespace tg
