@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
 #include "core/blas.hpp"
 #include "core/workspace.hpp"
 #include "ops/conv_direct.hpp"
+#include "ops/conv_phases.hpp"
 #include "ops/im2col.hpp"
 
 #include <omp.h>
@@ -17,6 +19,31 @@ namespace tg {
 namespace {
 
 std::atomic<std::int64_t> g_workspace{std::int64_t{64} << 20};
+TransposedAlgo initial_transposed_algo() {
+    const char* e = std::getenv("TAPEGRAD_TRANSPOSED");
+    if (!e || !std::strcmp(e, "auto")) return TransposedAlgo::Auto;
+    if (!std::strcmp(e, "col2im")) return TransposedAlgo::Col2im;
+    if (!std::strcmp(e, "phases")) return TransposedAlgo::Phases;
+    fail("TAPEGRAD_TRANSPOSED", "TAPEGRAD_TRANSPOSED must be auto, col2im or phases");
+}
+std::atomic<TransposedAlgo> g_transposed_algo{initial_transposed_algo()};
+
+// The stride-phase form drops the column buffer and the scatter-add, but rebuilds u's
+// patches for every phase (one element per Ig multiply-adds) and writes a phase with stride
+// s. Measured here (bench/RESULTS.md), min of 6 alternations, 1 thread: stride 1 (one
+// phase, contiguous writes; dilated_d2) 3.28 ms vs col2im 3.64; U-Net k2s2 12.6 vs 10.5,
+// dcgan k4s2 16.6 vs 12.4. So Auto takes it for stride-1 layers with rows to fill.
+bool use_phases(const ConvGeometry& g) {
+    if (g.layout != Layout::NCX) return false;
+    switch (g_transposed_algo.load(std::memory_order_relaxed)) {
+        case TransposedAlgo::Col2im: return false;
+        case TransposedAlgo::Phases: return true;
+        case TransposedAlgo::Auto: break;
+    }
+    for (int a = 0; a < g.D(); ++a)
+        if (g.stride[a] != 1) return false;
+    return g.Ig >= 32;
+}
 
 struct Tile {
     std::int64_t n0, nb, p0, p1;
@@ -198,6 +225,10 @@ void run_kernel(Kind kind, const ConvGeometry& g, T* x, T* o, T* w) {
         }
         return;
     }
+    if (kind == Kind::Transposed && use_phases(g)) {
+        conv_transposed_phases<T>(g, o, w, x);
+        return;
+    }
     const std::int64_t P = g.out_numel(), R = g.R(), Og = g.Og, G = g.G;
     const bool nxc = g.layout == Layout::NXC;
     const int nt = num_threads();
@@ -270,8 +301,9 @@ Tensor dispatch(Kind kind, const Tensor& a, const Tensor& b, const ConvGeometry&
     const DType ct = dt == DType::f64 ? DType::f64 : DType::f32;  // 16-bit types compute in f32
     Tensor A = a.to(ct).contiguous(), B = b.to(ct).contiguous();
     const Shape out_shape = kind == Kind::Forward ? g.out_shape() : kind == Kind::Transposed ? g.in_shape() : g.weight_shape();
-    // The forward GEMM writes every output element; the other kernels accumulate into zeros.
-    const bool written = kind == Kind::Forward && !(g.Ig == 1 && g.Og == 1);
+    // The forward GEMM and the phase form write every output element; the others accumulate.
+    const bool depthwise = g.Ig == 1 && g.Og == 1;
+    const bool written = !depthwise && (kind == Kind::Forward || (kind == Kind::Transposed && use_phases(g)));
     Tensor out = written ? Tensor::empty(out_shape, ct) : Tensor::zeros(out_shape, ct);
     if (g.N > 0) {
         auto run = [&](auto* tag) {
@@ -298,6 +330,9 @@ void set_conv_workspace_bytes(std::int64_t bytes) {
     g_workspace = bytes;
 }
 std::int64_t conv_workspace_bytes() { return g_workspace; }
+
+void set_transposed_algo(TransposedAlgo algo) { g_transposed_algo = algo; }
+TransposedAlgo transposed_algo() { return g_transposed_algo; }
 
 Tensor conv_forward(const Tensor& x, const Tensor& W, const ConvGeometry& g) {
     check_operand(x, g.in_shape(), "data", "conv_forward");

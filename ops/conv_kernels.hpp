@@ -23,4 +23,12 @@ Tensor conv_weight_grad(const Tensor& x, const Tensor& u, const ConvGeometry& g)
 void set_conv_workspace_bytes(std::int64_t bytes);
 std::int64_t conv_workspace_bytes();
 
+// How conv_transposed runs a layer that is not depthwise: `Auto` picks per layer;
+// `Col2im` is one GEMM with K = Og and a scatter-add of its columns; `Phases` is the
+// stride-phase decomposition (conv_phases.hpp, NCX only; NXC layers keep col2im).
+// Tests and benchmarks force one (also TAPEGRAD_TRANSPOSED=auto|col2im|phases at startup).
+enum class TransposedAlgo { Auto, Col2im, Phases };
+void set_transposed_algo(TransposedAlgo algo);
+TransposedAlgo transposed_algo();
+
 }  // namespace tg

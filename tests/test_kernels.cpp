@@ -160,6 +160,26 @@ TEST_CASE("conv kernels match the direct-loop reference on every table row", "[k
     CHECK(conv_workspace_bytes() == (std::int64_t{64} << 20));
 }
 
+TEST_CASE("both transposed algorithms (col2im, stride phases) match the reference on every table row",
+          "[kernels][phases]") {
+    struct Restore {
+        ~Restore() { set_transposed_algo(TransposedAlgo::Auto); }
+    } restore;
+    std::mt19937_64 rng(31);
+    for (TransposedAlgo algo : {TransposedAlgo::Col2im, TransposedAlgo::Phases}) {
+        set_transposed_algo(algo);
+        const std::string name = algo == TransposedAlgo::Phases ? " phases" : " col2im";
+        for (const ConvConfig& c : conv_table()) {
+            const WorkspaceGuard ws(c.budget);
+            for (DType dt : {DType::f64, DType::f32}) {
+                check_against_reference(forward_geometry(c, Layout::NCX), dt, rng, describe(c, Layout::NCX, dt) + name);
+                check_against_reference(transposed_geometry(c, Layout::NCX), dt, rng,
+                                        describe(c, Layout::NCX, dt) + name + " transposed_geometry");
+            }
+        }
+    }
+}
+
 TEST_CASE("f32 and bf16 kernels match the reference at every SIMD instruction set the CPU has", "[kernels][simd]") {
     const simd::Isa before = simd::active();
     std::mt19937_64 rng(77);
