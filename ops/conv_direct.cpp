@@ -3,28 +3,92 @@
 #include <vector>
 
 #include "core/blas.hpp"
+#include "core/workspace.hpp"
 #include "ops/conv_axes.hpp"
+#include "ops/vec.hpp"
+
+#include <omp.h>
 
 namespace tg {
 
 namespace {
 
-// Calls f(run destination index in the o-side plane `at`, i-side offset of its first
-// element, length, i-side stride) for every run of positions that tap kf reads inside the
-// input (NCX planes).
-template <class F>
-void for_valid_runs(const Axes& ax, std::int64_t P, std::int64_t kf, F&& f) {
-    std::int64_t k[kMaxD];
-    ax.unravel(kf, ax.K, k);
-    const std::int64_t sl = ax.s[ax.D - 1];
-    ax.for_runs(0, P, k, [&](std::int64_t at, std::int64_t len, bool ok, std::int64_t off, std::int64_t a0,
-                             std::int64_t kbase) {
-        if (!ok) return;
-        std::int64_t lo, hi;
-        ax.valid_range(a0, len, kbase, lo, hi);
-        if (lo < hi) f(at + lo, off + (a0 + lo) * sl + kbase, hi - lo, sl);
-    });
-}
+// NCX planes, last axis split by stride phase. Along the last axis, tap k of o-side
+// position j reads i-side position j·s + k·d − pb = (j + m)·s + φ with φ = (k·d − pb) mod s:
+// in a plane stored phase-major (each i-side row as its s phase rows, phase φ holding
+// positions φ, φ + s, ...), tap k pairs the o-side run [j0, j1) with the contiguous
+// phase-row run [j0 + m, j1 + m). All three depthwise kernels are that pairing.
+struct PhasePlane {
+    const Axes& ax;
+    std::int64_t XL, YL, s, rows_i, rows_o, KL, Kouter;
+    std::vector<std::int64_t> phase_off;  // start of phase φ < min(s, X_L) within a phase-major row
+    bool identity;                        // stride 1: phase-major is the plane itself
+
+    explicit PhasePlane(const Axes& a)
+        : ax(a), XL(a.X[a.D - 1]), YL(a.Y[a.D - 1]), s(a.s[a.D - 1]), KL(a.K[a.D - 1]), identity(s == 1) {
+        rows_i = a.Xn / XL;
+        rows_o = 1;
+        for (int d = 0; d < a.D - 1; ++d) rows_o *= a.Y[d];
+        Kouter = a.Kn / KL;
+        std::int64_t off = 0;
+        for (std::int64_t p = 0; p < s && p < XL; ++p) {
+            phase_off.push_back(off);
+            off += (XL - p + s - 1) / s;
+        }
+    }
+
+    template <class T>
+    void to_phase_major(const T* plane, T* pm) const {
+        for (std::int64_t r = 0; r < rows_i; ++r, plane += XL, pm += XL)
+            for (std::int64_t p = 0; p < s && p < XL; ++p)
+                for (std::int64_t q = 0, x = p; x < XL; ++q, x += s) pm[phase_off[p] + q] = plane[x];
+    }
+    template <class T>
+    void from_phase_major(const T* pm, T* plane) const {
+        for (std::int64_t r = 0; r < rows_i; ++r, plane += XL, pm += XL)
+            for (std::int64_t p = 0; p < s && p < XL; ++p)
+                for (std::int64_t q = 0, x = p; x < XL; ++q, x += s) plane[x] = pm[phase_off[p] + q];
+    }
+
+    // f(kf, o-side offset of the run, phase-major i-side offset of its partner, length) for
+    // every tap and o-side row, in a fixed order (rows, outer taps, last-axis taps).
+    template <class F>
+    void for_tap_runs(F&& f) const {
+        const int L = ax.D - 1;
+        // Per last-axis tap: the o-side run [j0, j0 + len) and its phase-row partner offset.
+        struct LastTap {
+            std::int64_t j0, len, ip;
+        };
+        std::vector<LastTap> last;
+        for (std::int64_t kl = 0; kl < KL; ++kl) {
+            const std::int64_t v = kl * ax.d[L] - ax.pb[L], p = ((v % s) + s) % s, m = (v - p) / s;
+            const std::int64_t Qp = XL > p ? (XL - p + s - 1) / s : 0;
+            const std::int64_t j0 = std::max<std::int64_t>(0, -m), j1 = std::min(YL, Qp - m);
+            last.push_back(j0 < j1 ? LastTap{j0, j1 - j0, phase_off[static_cast<std::size_t>(p)] + j0 + m} : LastTap{0, 0, 0});
+        }
+        std::int64_t jo[kMaxD] = {}, ko[kMaxD] = {};
+        for (std::int64_t row = 0; row < rows_o; ++row) {
+            std::int64_t rest = row;
+            for (int a = L - 1; a >= 0; --a) { jo[a] = rest % ax.Y[a]; rest /= ax.Y[a]; }
+            for (int a = 0; a < L; ++a) ko[a] = 0;
+            for (std::int64_t kq = 0; kq < Kouter; ++kq) {
+                std::int64_t irow = 0;
+                bool ok = true;
+                for (int a = 0; a < L; ++a) {
+                    const std::int64_t pos = jo[a] * ax.s[a] + ko[a] * ax.d[a] - ax.pb[a];
+                    if (pos < 0 || pos >= ax.X[a]) { ok = false; break; }
+                    irow = irow * ax.X[a] + pos;
+                }
+                if (ok)
+                    for (std::int64_t kl = 0; kl < KL; ++kl) {
+                        const LastTap& t = last[static_cast<std::size_t>(kl)];
+                        if (t.len) f(kq * KL + kl, row * YL + t.j0, irow * XL + t.ip, t.len);
+                    }
+                for (int a = L - 1; a >= 0 && ++ko[a] == ax.K[a]; --a) ko[a] = 0;
+            }
+        }
+    }
+};
 
 // Channels-last weights as [∏K][G] so the channel loop reads them contiguously.
 template <class T>
@@ -51,17 +115,19 @@ void depthwise_forward(const ConvGeometry& g, const T* x, const T* w, T* y) {
     const std::int64_t P = g.out_numel(), G = g.G, N = g.N, Kn = ax.Kn;
     const int nt = threads_for(g);
     if (g.layout == Layout::NCX) {
+        const PhasePlane pp(ax);
+        Buffer<T> pms(pp.identity ? 0 : nt * ax.Xn);
 #pragma omp parallel for num_threads(nt) schedule(static)
         for (std::int64_t plane = 0; plane < N * G; ++plane) {
             const T* xp = x + plane * ax.Xn;
+            T* pm = pp.identity ? nullptr : pms.data() + omp_get_thread_num() * ax.Xn;
+            if (pm) pp.to_phase_major(xp, pm);
+            const T* xs = pm ? pm : xp;
             T* yp = y + plane * P;
             const T* wc = w + (plane % G) * Kn;
-            for (std::int64_t kf = 0; kf < Kn; ++kf) {
-                const T wk = wc[kf];
-                for_valid_runs(ax, P, kf, [&](std::int64_t at, std::int64_t src, std::int64_t len, std::int64_t sl) {
-                    for (std::int64_t t = 0; t < len; ++t) yp[at + t] += wk * xp[src + t * sl];
-                });
-            }
+            pp.for_tap_runs([&](std::int64_t kf, std::int64_t at, std::int64_t ip, std::int64_t len) {
+                vec::axpy(len, wc[kf], xs + ip, yp + at);
+            });
         }
         return;
     }
@@ -78,7 +144,7 @@ void depthwise_forward(const ConvGeometry& g, const T* x, const T* w, T* y) {
             if (off < 0) continue;
             const T* xr = x + n * ax.Xn * G + off;
             const T* wr = wt.data() + kf * G;
-            for (std::int64_t c = 0; c < G; ++c) yr[c] += wr[c] * xr[c];
+            vec::fma(G, wr, xr, yr);
         }
     }
 }
@@ -89,18 +155,21 @@ void depthwise_transposed(const ConvGeometry& g, const T* u, const T* w, T* r) {
     const std::int64_t P = g.out_numel(), G = g.G, N = g.N, Kn = ax.Kn;
     const int nt = threads_for(g);
     if (g.layout == Layout::NCX) {
-        // A plane's taps all land in its own plane: planes never collide.
+        // A plane's taps all land in its own plane: planes never collide. Each plane is
+        // summed phase-major in a buffer, then written out whole (r need not be zeroed).
+        const PhasePlane pp(ax);
+        Buffer<T> pms(nt * ax.Xn);
 #pragma omp parallel for num_threads(nt) schedule(static)
         for (std::int64_t plane = 0; plane < N * G; ++plane) {
-            const T* up = u + plane * P;
             T* rp = r + plane * ax.Xn;
+            T* pm = pp.identity ? rp : pms.data() + omp_get_thread_num() * ax.Xn;
+            std::fill_n(pm, ax.Xn, T(0));
+            const T* up = u + plane * P;
             const T* wc = w + (plane % G) * Kn;
-            for (std::int64_t kf = 0; kf < Kn; ++kf) {
-                const T wk = wc[kf];
-                for_valid_runs(ax, P, kf, [&](std::int64_t at, std::int64_t dst, std::int64_t len, std::int64_t sl) {
-                    for (std::int64_t t = 0; t < len; ++t) rp[dst + t * sl] += wk * up[at + t];
-                });
-            }
+            pp.for_tap_runs([&](std::int64_t kf, std::int64_t at, std::int64_t ip, std::int64_t len) {
+                vec::axpy(len, wc[kf], up + at, pm + ip);
+            });
+            if (!pp.identity) pp.from_phase_major(pm, rp);
         }
         return;
     }
@@ -121,7 +190,7 @@ void depthwise_transposed(const ConvGeometry& g, const T* u, const T* w, T* r) {
                 if (off < 0) continue;
                 T* rr = r + n * ax.Xn * G + off;
                 const T* wr = wt.data() + kf * G;
-                for (std::int64_t c = c0; c < c1; ++c) rr[c] += wr[c] * ur[c];
+                vec::fma(c1 - c0, wr + c0, ur + c0, rr + c0);
             }
         }
     }
@@ -134,18 +203,20 @@ void depthwise_weight_grad(const ConvGeometry& g, const T* x, const T* u, T* dw)
     const int nt = threads_for(g);
     if (g.layout == Layout::NCX) {
         // One group per task, summing over images and runs in a fixed order.
+        const PhasePlane pp(ax);
+        Buffer<T> pms(pp.identity ? 0 : nt * ax.Xn);
 #pragma omp parallel for num_threads(nt) schedule(static)
         for (std::int64_t c = 0; c < G; ++c) {
-            for (std::int64_t kf = 0; kf < Kn; ++kf) {
-                T acc = 0;
-                for (std::int64_t n = 0; n < N; ++n) {
-                    const T* xp = x + (n * G + c) * ax.Xn;
-                    const T* up = u + (n * G + c) * P;
-                    for_valid_runs(ax, P, kf, [&](std::int64_t at, std::int64_t src, std::int64_t len, std::int64_t sl) {
-                        for (std::int64_t t = 0; t < len; ++t) acc += up[at + t] * xp[src + t * sl];
-                    });
-                }
-                dw[c * Kn + kf] += acc;
+            T* pm = pp.identity ? nullptr : pms.data() + omp_get_thread_num() * ax.Xn;
+            for (std::int64_t n = 0; n < N; ++n) {
+                const T* xp = x + (n * G + c) * ax.Xn;
+                if (pm) pp.to_phase_major(xp, pm);
+                const T* xs = pm ? pm : xp;
+                const T* up = u + (n * G + c) * P;
+                T* dwc = dw + c * Kn;
+                pp.for_tap_runs([&](std::int64_t kf, std::int64_t at, std::int64_t ip, std::int64_t len) {
+                    dwc[kf] += vec::dot(len, up + at, xs + ip);
+                });
             }
         }
         return;
@@ -166,7 +237,7 @@ void depthwise_weight_grad(const ConvGeometry& g, const T* x, const T* u, T* dw)
                     if (off < 0) continue;
                     const T* xr = x + n * ax.Xn * G + off;
                     T* dr = dwt.data() + kf * G;
-                    for (std::int64_t c = c0; c < c1; ++c) dr[c] += ur[c] * xr[c];
+                    vec::fma(c1 - c0, ur + c0, xr + c0, dr + c0);
                 }
             }
     }

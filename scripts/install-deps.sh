@@ -2,7 +2,7 @@
 # Installs the Debian packages tapegrad builds, tests and trains with, if any is missing.
 # apt-get as root, through sudo otherwise. Nothing is downloaded outside Debian's archive.
 set -euo pipefail
-pkgs=(g++ cmake pkg-config make libxtensor-dev libxsimd-dev xtl-dev libopenblas-dev libopenblas-serial-dev catch2
+pkgs=(g++ cmake pkg-config make libxtensor-dev libxsimd-dev xtl-dev libopenblas-dev libopenblas-openmp-dev catch2
       nlohmann-json3-dev zlib1g-dev libpng-dev dataset-fashion-mnist python3)
 missing=()
 for p in "${pkgs[@]}"; do

@@ -11,6 +11,7 @@
 
 #include "core/blas.hpp"
 #include "core/simd.hpp"
+#include "ops/vec.hpp"
 
 using namespace tg;
 
@@ -84,4 +85,32 @@ TEST_CASE("the instruction-set switch names what it does and refuses unknown set
     CHECK(a.front() == simd::Isa::scalar);
     CHECK(simd::parse_isa("avx512") == simd::Isa::avx512);
     CHECK_THROWS_WITH(simd::parse_isa("avx9"), Catch::Contains("unknown instruction set 'avx9'"));
+}
+
+TEST_CASE("vector kernels (axpy, fma, dot) match plain loops at every instruction set", "[simd][vec]") {
+    const simd::Isa before = simd::active();
+    std::mt19937_64 rng(9);
+    std::uniform_real_distribution<double> u(-1, 1);
+    for (simd::Isa isa : simd::available()) {
+        simd::force(isa);
+        for (std::int64_t n : {0, 1, 7, 8, 15, 16, 17, 31, 32, 33, 100, 1031}) {
+            std::vector<double> a(n), b(n), y(n);
+            for (std::int64_t i = 0; i < n; ++i) { a[i] = u(rng); b[i] = u(rng); y[i] = u(rng); }
+            std::vector<float> af(a.begin(), a.end()), bf(b.begin(), b.end()), yf(y.begin(), y.end());
+            INFO(simd::isa_name(isa) << " n=" << n);
+            // axpy and fma: one fused or unfused multiply-add per element, so within one rounding
+            std::vector<double> want(n), got = y;
+            vec::axpy(n, 0.75, a.data(), got.data());
+            for (std::int64_t i = 0; i < n; ++i) CHECK(std::fabs(got[i] - (y[i] + 0.75 * a[i])) <= 4e-16);
+            std::vector<float> gotf = yf;
+            vec::fma(n, af.data(), bf.data(), gotf.data());
+            for (std::int64_t i = 0; i < n; ++i)
+                CHECK(std::fabs(gotf[i] - (double(yf[i]) + double(af[i]) * double(bf[i]))) <= 2.4e-7);
+            double mag = 0, exact = 0;
+            for (std::int64_t i = 0; i < n; ++i) { exact += double(af[i]) * double(bf[i]); mag += std::fabs(double(af[i]) * double(bf[i])); }
+            CHECK(std::fabs(vec::dot(n, af.data(), bf.data()) - exact) <= (n + 2) * 6e-8 * mag + 1e-30);
+            CHECK(std::fabs(vec::dot(n, a.data(), b.data()) - exact) <= (n + 2) * 1.2e-16 * mag + 1e-7 * mag);
+        }
+    }
+    simd::force(before);
 }

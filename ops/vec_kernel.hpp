@@ -1,0 +1,67 @@
+// The xsimd bodies of ops/vec.hpp, templated on the architecture; included only by the
+// per-architecture translation units.
+#pragma once
+#include <cstdint>
+
+#include <xsimd/xsimd.hpp>
+
+namespace tg::vec::kernel {
+
+template <class Arch, class T>
+void axpy(std::int64_t n, T a, const T* x, T* y) {
+    using V = xsimd::batch<T, Arch>;
+    constexpr std::int64_t W = V::size;
+    const V va(a);
+    std::int64_t i = 0;
+    for (; i + W <= n; i += W) xsimd::fma(va, V::load_unaligned(x + i), V::load_unaligned(y + i)).store_unaligned(y + i);
+    for (; i < n; ++i) y[i] += a * x[i];
+}
+
+template <class Arch, class T>
+void fma(std::int64_t n, const T* a, const T* b, T* y) {
+    using V = xsimd::batch<T, Arch>;
+    constexpr std::int64_t W = V::size;
+    std::int64_t i = 0;
+    for (; i + W <= n; i += W)
+        xsimd::fma(V::load_unaligned(a + i), V::load_unaligned(b + i), V::load_unaligned(y + i)).store_unaligned(y + i);
+    for (; i < n; ++i) y[i] += a[i] * b[i];
+}
+
+template <class Arch, class T>
+T dot(std::int64_t n, const T* x, const T* y) {
+    using V = xsimd::batch<T, Arch>;
+    constexpr std::int64_t W = V::size;
+    V acc0(T(0)), acc1(T(0));
+    std::int64_t i = 0;
+    for (; i + 2 * W <= n; i += 2 * W) {
+        acc0 = xsimd::fma(V::load_unaligned(x + i), V::load_unaligned(y + i), acc0);
+        acc1 = xsimd::fma(V::load_unaligned(x + i + W), V::load_unaligned(y + i + W), acc1);
+    }
+    if (i + W <= n) {
+        acc0 = xsimd::fma(V::load_unaligned(x + i), V::load_unaligned(y + i), acc0);
+        i += W;
+    }
+    T s = xsimd::hadd(acc0 + acc1);
+    for (; i < n; ++i) s += x[i] * y[i];
+    return s;
+}
+
+}  // namespace tg::vec::kernel
+
+// The per-architecture entry points, named e.g. tg::vec::axpy_avx512.
+#define TG_VEC_INSTANTIATE(ARCH, SUFFIX)                                                                      \
+    namespace tg::vec {                                                                                       \
+    template <class T> void axpy_##SUFFIX(std::int64_t n, T a, const T* x, T* y) {                             \
+        kernel::axpy<ARCH, T>(n, a, x, y);                                                                    \
+    }                                                                                                         \
+    template <class T> void fma_##SUFFIX(std::int64_t n, const T* a, const T* b, T* y) {                      \
+        kernel::fma<ARCH, T>(n, a, b, y);                                                                     \
+    }                                                                                                         \
+    template <class T> T dot_##SUFFIX(std::int64_t n, const T* x, const T* y) { return kernel::dot<ARCH, T>(n, x, y); } \
+    template void axpy_##SUFFIX<float>(std::int64_t, float, const float*, float*);                           \
+    template void axpy_##SUFFIX<double>(std::int64_t, double, const double*, double*);                       \
+    template void fma_##SUFFIX<float>(std::int64_t, const float*, const float*, float*);                     \
+    template void fma_##SUFFIX<double>(std::int64_t, const double*, const double*, double*);                 \
+    template float dot_##SUFFIX<float>(std::int64_t, const float*, const float*);                            \
+    template double dot_##SUFFIX<double>(std::int64_t, const double*, const double*);                        \
+    }
