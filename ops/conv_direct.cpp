@@ -45,6 +45,10 @@ struct PhasePlane {
     }
     template <class T>
     void from_phase_major(const T* pm, T* plane) const {
+        if (s == 2 && XL % 2 == 0) {  // two equal phase rows: one vector interleave per row
+            for (std::int64_t r = 0; r < rows_i; ++r, plane += XL, pm += XL) vec::interleave2(XL / 2, pm, pm + XL / 2, plane);
+            return;
+        }
         for (std::int64_t r = 0; r < rows_i; ++r, plane += XL, pm += XL)
             for (std::int64_t p = 0; p < s && p < XL; ++p)
                 for (std::int64_t q = 0, x = p; x < XL; ++q, x += s) plane[x] = pm[phase_off[p] + q];

@@ -8,7 +8,8 @@ namespace tg::vec {
 #define TG_VEC_DECLARE(SUFFIX)                                                                \
     template <class T> void axpy_##SUFFIX(std::int64_t n, T a, const T* x, T* y);            \
     template <class T> void fma_##SUFFIX(std::int64_t n, const T* a, const T* b, T* y);      \
-    template <class T> T dot_##SUFFIX(std::int64_t n, const T* x, const T* y);
+    template <class T> T dot_##SUFFIX(std::int64_t n, const T* x, const T* y);              \
+    template <class T> void interleave2_##SUFFIX(std::int64_t n, const T* a, const T* b, T* out);
 TG_VEC_DECLARE(avx2)
 TG_VEC_DECLARE(avx512)
 #undef TG_VEC_DECLARE
@@ -45,6 +46,21 @@ T dot(std::int64_t n, const T* x, const T* y) {
     return s;
 }
 
+template <class T>
+void interleave2(std::int64_t n, const T* a, const T* b, T* out) {
+    switch (simd::active()) {
+        case simd::Isa::avx512: return interleave2_avx512(n, a, b, out);
+        case simd::Isa::avx2: return interleave2_avx2(n, a, b, out);
+        case simd::Isa::scalar: break;
+    }
+    for (std::int64_t i = 0; i < n; ++i) {
+        out[2 * i] = a[i];
+        out[2 * i + 1] = b[i];
+    }
+}
+
+template void interleave2<float>(std::int64_t, const float*, const float*, float*);
+template void interleave2<double>(std::int64_t, const double*, const double*, double*);
 template void axpy<float>(std::int64_t, float, const float*, float*);
 template void axpy<double>(std::int64_t, double, const double*, double*);
 template void fma<float>(std::int64_t, const float*, const float*, float*);

@@ -13,5 +13,7 @@ template <class T> void fma(std::int64_t n, const T* a, const T* b, T* y);
 // Σ x[i]·y[i], summed lane-wise in a fixed order (the same for every call of a given n
 // on a given instruction set).
 template <class T> T dot(std::int64_t n, const T* x, const T* y);
+// out[2i] = a[i], out[2i + 1] = b[i] for i < n (two phase rows back into one row)
+template <class T> void interleave2(std::int64_t n, const T* a, const T* b, T* out);
 
 }  // namespace tg::vec

@@ -46,6 +46,17 @@ T dot(std::int64_t n, const T* x, const T* y) {
     return s;
 }
 
+// xsimd 8.1's zip_lo/zip_hi interleave within 128-bit lanes on AVX2 and AVX-512 (the
+// vec test caught it), so this is a plain loop that the compiler vectorises for the
+// translation unit's instruction set.
+template <class Arch, class T>
+void interleave2(std::int64_t n, const T* __restrict a, const T* __restrict b, T* __restrict out) {
+    for (std::int64_t i = 0; i < n; ++i) {
+        out[2 * i] = a[i];
+        out[2 * i + 1] = b[i];
+    }
+}
+
 }  // namespace tg::vec::kernel
 
 // The per-architecture entry points, named e.g. tg::vec::axpy_avx512.
@@ -58,6 +69,11 @@ T dot(std::int64_t n, const T* x, const T* y) {
         kernel::fma<ARCH, T>(n, a, b, y);                                                                     \
     }                                                                                                         \
     template <class T> T dot_##SUFFIX(std::int64_t n, const T* x, const T* y) { return kernel::dot<ARCH, T>(n, x, y); } \
+    template <class T> void interleave2_##SUFFIX(std::int64_t n, const T* a, const T* b, T* out) {            \
+        kernel::interleave2<ARCH, T>(n, a, b, out);                                                           \
+    }                                                                                                         \
+    template void interleave2_##SUFFIX<float>(std::int64_t, const float*, const float*, float*);             \
+    template void interleave2_##SUFFIX<double>(std::int64_t, const double*, const double*, double*);         \
     template void axpy_##SUFFIX<float>(std::int64_t, float, const float*, float*);                           \
     template void axpy_##SUFFIX<double>(std::int64_t, double, const double*, double*);                       \
     template void fma_##SUFFIX<float>(std::int64_t, const float*, const float*, float*);                     \

@@ -110,6 +110,12 @@ TEST_CASE("vector kernels (axpy, fma, dot) match plain loops at every instructio
             for (std::int64_t i = 0; i < n; ++i) { exact += double(af[i]) * double(bf[i]); mag += std::fabs(double(af[i]) * double(bf[i])); }
             CHECK(std::fabs(vec::dot(n, af.data(), bf.data()) - exact) <= (n + 2) * 6e-8 * mag + 1e-30);
             CHECK(std::fabs(vec::dot(n, a.data(), b.data()) - exact) <= (n + 2) * 1.2e-16 * mag + 1e-7 * mag);
+            std::vector<float> inter(2 * n, -1.f);
+            vec::interleave2(n, af.data(), bf.data(), inter.data());
+            for (std::int64_t i = 0; i < n; ++i) {
+                CHECK(inter[2 * i] == af[i]);
+                CHECK(inter[2 * i + 1] == bf[i]);
+            }
         }
     }
     simd::force(before);
