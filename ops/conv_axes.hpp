@@ -4,8 +4,10 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <vector>
 
 #include "ops/conv_geometry.hpp"
+#include "ops/vec.hpp"
 
 namespace tg {
 
@@ -77,6 +79,97 @@ struct Axes {
         const std::int64_t jmax_excl = top < 0 ? 0 : top / sl + 1;
         lo = std::clamp<std::int64_t>(jmin - a0, 0, len);
         hi = std::clamp<std::int64_t>(jmax_excl - a0, lo, len);
+    }
+};
+
+// NCX planes, last axis split by stride phase. Along the last axis, tap k of o-side
+// position j reads i-side position j·s + k·d − pb = (j + m)·s + φ with φ = (k·d − pb) mod s:
+// in a plane stored phase-major (each i-side row as its s phase rows, phase φ holding
+// positions φ, φ + s, ...), tap k pairs the o-side run [j0, j1) with the contiguous
+// phase-row run [j0 + m, j1 + m). All three depthwise kernels are that pairing.
+struct PhasePlane {
+    const Axes& ax;
+    std::int64_t XL, YL, s, rows_i, rows_o, KL, Kouter;
+    std::vector<std::int64_t> phase_off;  // start of phase φ < min(s, X_L) within a phase-major row
+    bool identity;                        // stride 1: phase-major is the plane itself
+
+    explicit PhasePlane(const Axes& a)
+        : ax(a), XL(a.X[a.D - 1]), YL(a.Y[a.D - 1]), s(a.s[a.D - 1]), KL(a.K[a.D - 1]), identity(s == 1) {
+        rows_i = a.Xn / XL;
+        rows_o = 1;
+        for (int d = 0; d < a.D - 1; ++d) rows_o *= a.Y[d];
+        Kouter = a.Kn / KL;
+        std::int64_t off = 0;
+        for (std::int64_t p = 0; p < s && p < XL; ++p) {
+            phase_off.push_back(off);
+            off += (XL - p + s - 1) / s;
+        }
+    }
+
+    // Where i-side last-axis position (a0 + t)·s + kbase lands in a phase-major row: the
+    // phase row of φ = kbase mod s, index a0 + t + m with m = (kbase − φ)/s.
+    std::int64_t phase_index(std::int64_t a0, std::int64_t kbase) const {
+        const std::int64_t p = ((kbase % s) + s) % s;
+        return phase_off[static_cast<std::size_t>(p)] + a0 + (kbase - p) / s;
+    }
+
+    template <class T>
+    void to_phase_major(const T* plane, T* pm) const {
+        for (std::int64_t r = 0; r < rows_i; ++r, plane += XL, pm += XL)
+            for (std::int64_t p = 0; p < s && p < XL; ++p)
+                for (std::int64_t q = 0, x = p; x < XL; ++q, x += s) pm[phase_off[p] + q] = plane[x];
+    }
+    // plane = pm (add = false) or plane += pm (add = true), back in natural order.
+    template <class T>
+    void from_phase_major(const T* pm, T* plane, bool add = false) const {
+        if (s == 2 && XL % 2 == 0) {  // two equal phase rows: one vector interleave per row
+            for (std::int64_t r = 0; r < rows_i; ++r, plane += XL, pm += XL)
+                vec::interleave2(XL / 2, pm, pm + XL / 2, plane, add);
+            return;
+        }
+        for (std::int64_t r = 0; r < rows_i; ++r, plane += XL, pm += XL)
+            for (std::int64_t p = 0; p < s && p < XL; ++p)
+                for (std::int64_t q = 0, x = p; x < XL; ++q, x += s)
+                    plane[x] = add ? plane[x] + pm[phase_off[p] + q] : pm[phase_off[p] + q];
+    }
+
+    // f(kf, o-side offset of the run, phase-major i-side offset of its partner, length) for
+    // every tap and o-side row, in a fixed order (rows, outer taps, last-axis taps).
+    template <class F>
+    void for_tap_runs(F&& f) const {
+        const int L = ax.D - 1;
+        // Per last-axis tap: the o-side run [j0, j0 + len) and its phase-row partner offset.
+        struct LastTap {
+            std::int64_t j0, len, ip;
+        };
+        std::vector<LastTap> last;
+        for (std::int64_t kl = 0; kl < KL; ++kl) {
+            const std::int64_t v = kl * ax.d[L] - ax.pb[L], p = ((v % s) + s) % s, m = (v - p) / s;
+            const std::int64_t Qp = XL > p ? (XL - p + s - 1) / s : 0;
+            const std::int64_t j0 = std::max<std::int64_t>(0, -m), j1 = std::min(YL, Qp - m);
+            last.push_back(j0 < j1 ? LastTap{j0, j1 - j0, phase_off[static_cast<std::size_t>(p)] + j0 + m} : LastTap{0, 0, 0});
+        }
+        std::int64_t jo[kMaxD] = {}, ko[kMaxD] = {};
+        for (std::int64_t row = 0; row < rows_o; ++row) {
+            std::int64_t rest = row;
+            for (int a = L - 1; a >= 0; --a) { jo[a] = rest % ax.Y[a]; rest /= ax.Y[a]; }
+            for (int a = 0; a < L; ++a) ko[a] = 0;
+            for (std::int64_t kq = 0; kq < Kouter; ++kq) {
+                std::int64_t irow = 0;
+                bool ok = true;
+                for (int a = 0; a < L; ++a) {
+                    const std::int64_t pos = jo[a] * ax.s[a] + ko[a] * ax.d[a] - ax.pb[a];
+                    if (pos < 0 || pos >= ax.X[a]) { ok = false; break; }
+                    irow = irow * ax.X[a] + pos;
+                }
+                if (ok)
+                    for (std::int64_t kl = 0; kl < KL; ++kl) {
+                        const LastTap& t = last[static_cast<std::size_t>(kl)];
+                        if (t.len) f(kq * KL + kl, row * YL + t.j0, irow * XL + t.ip, t.len);
+                    }
+                for (int a = L - 1; a >= 0 && ++ko[a] == ax.K[a]; --a) ko[a] = 0;
+            }
+        }
     }
 };
 

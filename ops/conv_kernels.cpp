@@ -185,9 +185,9 @@ void group_step(const Step<T>& s, const ColTile& tile, std::int64_t grp, T* col,
             else  // col[c × R] = u_g[c × Og] · Wk_g[Og × R]
                 gemm<T>(false, false, c1 - c0, R, Og, T(1), om + c0 * ldo, ldo, wg, R, T(0), col + c0 * R, R);
             barrier();
-            // col2im work units: (image, channel chunk) pairs; NCX takes one channel per
-            // chunk, NXC splits a contiguous channel run only as far as the team needs.
-            const std::int64_t chunks = !nxc ? Ig : std::min<std::int64_t>(Ig, (nt + tile.nb - 1) / tile.nb);
+            // col2im work units: (image, channel chunk) pairs, channels split only as far as
+            // the team needs (a call lists its runs once for all its channels).
+            const std::int64_t chunks = std::min<std::int64_t>(Ig, (nt + tile.nb - 1) / tile.nb);
             const std::int64_t units = tile.nb * chunks, u0 = part(units, t, nt), u1 = part(units, t + 1, nt);
             for (std::int64_t u = u0; u < u1; ++u) {
                 const std::int64_t ni = u / chunks, ch = u % chunks;

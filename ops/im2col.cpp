@@ -1,6 +1,8 @@
 #include "ops/im2col.hpp"
 
+#include "core/workspace.hpp"
 #include "ops/conv_axes.hpp"
+#include "ops/vec.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -91,27 +93,35 @@ void col2im(const ConvGeometry& g, const T* col, const ColTile& tile, std::int64
             std::int64_t ni1, std::int64_t i0, std::int64_t i1, T* x) {
     const Axes ax(g);
     const std::int64_t Ig = g.Ig, R = g.R(), cols = tile.cols(), W = tile.width();
-    const std::int64_t sl = ax.s[ax.D - 1];
     std::int64_t k[kMaxD];
     if (g.layout == Layout::NCX) {
+        // Every plane takes the same runs (tap, positions -> i-side positions), listed once;
+        // with a last-axis stride they land in a phase-major copy of the plane as contiguous
+        // runs, which is added back into the plane in natural order at the end.
+        const PhasePlane pp(ax);
+        std::vector<vec::Run> runs;
+        for (std::int64_t kf = 0; kf < ax.Kn; ++kf) {
+            ax.unravel(kf, ax.K, k);
+            ax.for_runs(tile.p0, tile.p1, k, [&](std::int64_t at, std::int64_t len, bool ok, std::int64_t off,
+                                                 std::int64_t a0, std::int64_t kbase) {
+                if (!ok) return;
+                std::int64_t lo, hi;
+                ax.valid_range(a0, len, kbase, lo, hi);
+                if (lo < hi) runs.push_back({kf * cols + at + lo, off + pp.phase_index(a0 + lo, kbase), hi - lo});
+            });
+        }
+        Buffer<T> pm(pp.identity ? 0 : ax.Xn);
         for (std::int64_t ni = ni0; ni < ni1; ++ni)
             for (std::int64_t i = i0; i < i1; ++i) {
                 T* xc = x + ((tile.n0 + ni) * ax.Ctot + group * Ig + i) * ax.Xn;
-                for (std::int64_t kf = 0; kf < ax.Kn; ++kf) {
-                    ax.unravel(kf, ax.K, k);
-                    const T* row = col + (i * ax.Kn + kf) * cols + ni * W;
-                    ax.for_runs(tile.p0, tile.p1, k, [&](std::int64_t at, std::int64_t len, bool ok, std::int64_t off,
-                                                         std::int64_t a0, std::int64_t kbase) {
-                        if (!ok) return;
-                        std::int64_t lo, hi;
-                        ax.valid_range(a0, len, kbase, lo, hi);
-                        if (lo == hi) return;
-                        const T* src = row + at;
-                        T* dst = xc + off + (a0 + lo) * sl + kbase;
-                        if (sl == 1) for (std::int64_t t = lo; t < hi; ++t) dst[t - lo] += src[t];
-                        else for (std::int64_t t = lo; t < hi; ++t) dst[(t - lo) * sl] += src[t];
-                    });
+                const T* src = col + i * ax.Kn * cols + ni * W;
+                if (pp.identity) {
+                    vec::add_runs(runs.data(), static_cast<std::int64_t>(runs.size()), src, xc);
+                    continue;
                 }
+                std::fill_n(pm.data(), ax.Xn, T(0));
+                vec::add_runs(runs.data(), static_cast<std::int64_t>(runs.size()), src, pm.data());
+                pp.from_phase_major(pm.data(), xc, true);
             }
         return;
     }

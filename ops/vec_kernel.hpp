@@ -5,6 +5,8 @@
 
 #include <xsimd/xsimd.hpp>
 
+#include "ops/vec.hpp"
+
 namespace tg::vec::kernel {
 
 template <class Arch, class T>
@@ -41,7 +43,10 @@ T dot(std::int64_t n, const T* x, const T* y) {
         acc0 = xsimd::fma(V::load_unaligned(x + i), V::load_unaligned(y + i), acc0);
         i += W;
     }
-    T s = xsimd::hadd(acc0 + acc1);
+    alignas(64) T lanes[W];  // summed in lane order (xsimd's hadd warns for AVX-512 doubles)
+    (acc0 + acc1).store_aligned(lanes);
+    T s = 0;
+    for (std::int64_t l = 0; l < W; ++l) s += lanes[l];
     for (; i < n; ++i) s += x[i] * y[i];
     return s;
 }
@@ -50,10 +55,31 @@ T dot(std::int64_t n, const T* x, const T* y) {
 // vec test caught it), so this is a plain loop that the compiler vectorises for the
 // translation unit's instruction set.
 template <class Arch, class T>
-void interleave2(std::int64_t n, const T* __restrict a, const T* __restrict b, T* __restrict out) {
+void interleave2(std::int64_t n, const T* __restrict a, const T* __restrict b, T* __restrict out, bool add) {
+    if (add) {
+        for (std::int64_t i = 0; i < n; ++i) {
+            out[2 * i] += a[i];
+            out[2 * i + 1] += b[i];
+        }
+        return;
+    }
     for (std::int64_t i = 0; i < n; ++i) {
         out[2 * i] = a[i];
         out[2 * i + 1] = b[i];
+    }
+}
+
+template <class Arch, class T>
+void add_runs(const Run* runs, std::int64_t nruns, const T* src, T* dst) {
+    using V = xsimd::batch<T, Arch>;
+    constexpr std::int64_t W = V::size;
+    for (std::int64_t r = 0; r < nruns; ++r) {
+        const T* s = src + runs[r].src;
+        T* d = dst + runs[r].dst;
+        const std::int64_t n = runs[r].len;
+        std::int64_t i = 0;
+        for (; i + W <= n; i += W) (V::load_unaligned(d + i) + V::load_unaligned(s + i)).store_unaligned(d + i);
+        for (; i < n; ++i) d[i] += s[i];
     }
 }
 
@@ -69,11 +95,16 @@ void interleave2(std::int64_t n, const T* __restrict a, const T* __restrict b, T
         kernel::fma<ARCH, T>(n, a, b, y);                                                                     \
     }                                                                                                         \
     template <class T> T dot_##SUFFIX(std::int64_t n, const T* x, const T* y) { return kernel::dot<ARCH, T>(n, x, y); } \
-    template <class T> void interleave2_##SUFFIX(std::int64_t n, const T* a, const T* b, T* out) {            \
-        kernel::interleave2<ARCH, T>(n, a, b, out);                                                           \
+    template <class T> void interleave2_##SUFFIX(std::int64_t n, const T* a, const T* b, T* out, bool add) {  \
+        kernel::interleave2<ARCH, T>(n, a, b, out, add);                                                      \
     }                                                                                                         \
-    template void interleave2_##SUFFIX<float>(std::int64_t, const float*, const float*, float*);             \
-    template void interleave2_##SUFFIX<double>(std::int64_t, const double*, const double*, double*);         \
+    template void interleave2_##SUFFIX<float>(std::int64_t, const float*, const float*, float*, bool);       \
+    template void interleave2_##SUFFIX<double>(std::int64_t, const double*, const double*, double*, bool);   \
+    template <class T> void add_runs_##SUFFIX(const Run* runs, std::int64_t n, const T* src, T* dst) {        \
+        kernel::add_runs<ARCH, T>(runs, n, src, dst);                                                         \
+    }                                                                                                         \
+    template void add_runs_##SUFFIX<float>(const Run*, std::int64_t, const float*, float*);                  \
+    template void add_runs_##SUFFIX<double>(const Run*, std::int64_t, const double*, double*);               \
     template void axpy_##SUFFIX<float>(std::int64_t, float, const float*, float*);                           \
     template void axpy_##SUFFIX<double>(std::int64_t, double, const double*, double*);                       \
     template void fma_##SUFFIX<float>(std::int64_t, const float*, const float*, float*);                     \
