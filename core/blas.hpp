@@ -11,8 +11,10 @@ template <class T>
 void gemm(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, T alpha, const T* A,
           std::int64_t lda, const T* B, std::int64_t ldb, T beta, T* C, std::int64_t ldc);
 
-// A B operand [K × N] produced on demand: pack(ctx, k0, kc, j0, n, width, dst) writes
-// dst[k·width + c] = B[k0 + k][j0 + c] for k < kc, c < n, and zeros for n ≤ c < width.
+// A B operand [K × N] produced on demand, in panels: pack(ctx, k0, kc, j0, n, width, dst)
+// writes columns [j0, j0 + n) of rows [k0, k0 + kc) as ceil(n / width) panels of `width`
+// columns, panel p at dst + p·width·kc, element (k, c) of a panel at [k·width + c]; the
+// last panel's columns past n are zeros. With width ≥ n it is a plain row-major block.
 template <class T>
 struct PanelSource {
     void (*pack)(const void* ctx, std::int64_t k0, std::int64_t kc, std::int64_t j0, std::int64_t n, std::int64_t width,

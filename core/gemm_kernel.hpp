@@ -122,8 +122,9 @@ inline void micro_kernel(std::int64_t kc, const float* __restrict a, const float
 }
 
 // The blocked GEMM; pack_b(k0, kc, j0, n, dst) packs op(B)[k0 .. k0+kc)[j0 .. j0+n) as
-// NR-wide micro-panels.
-template <class Arch, class PackB>
+// NR-wide micro-panels. With `whole_blocks`, B is always packed a KC × NC block at a time
+// (a B made on demand, e.g. by im2col, is cheaper to make in long runs than panel by panel).
+template <class Arch, bool whole_blocks = false, class PackB>
 void sgemm_blocked(bool ta, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
                    std::int64_t lda, const PackB& pack_b_block, float beta, float* C, std::int64_t ldc) {
     using P = Params<Arch>;
@@ -139,9 +140,10 @@ void sgemm_blocked(bool ta, std::int64_t M, std::int64_t N, std::int64_t K, floa
     // The A block and a single B micro-panel live in per-thread buffers kept for the thread's
     // life (counted by the workspace like any buffer); only a whole packed B block is per call.
     thread_local Buffer<float> a_block((P::MC + MR - 1) / MR * MR * P::KC), b_panel(NR * P::KC);
-    Buffer<float> b_block(M <= P::MC ? 0 : (nc_max + NR - 1) / NR * NR * kc_max);
+    const bool panel_at_a_time = M <= P::MC && !whole_blocks;
+    Buffer<float> b_block(panel_at_a_time ? 0 : (nc_max + NR - 1) / NR * NR * kc_max);
     float* const ap_data = a_block.data();
-    float* const bp_data = M <= P::MC ? b_panel.data() : b_block.data();
+    float* const bp_data = panel_at_a_time ? b_panel.data() : b_block.data();
     for (std::int64_t jc = 0; jc < N; jc += P::NC) {
         const std::int64_t nc = N - jc < P::NC ? N - jc : P::NC;
         for (std::int64_t pc = 0; pc < K; pc += P::KC) {
@@ -149,13 +151,15 @@ void sgemm_blocked(bool ta, std::int64_t M, std::int64_t N, std::int64_t K, floa
             const float bet = pc == 0 ? beta : 1.f;
             if (M <= P::MC) {
                 // One block of A: pack it once, then each B micro-panel right before the
-                // micro-kernels that use it, so packed B never leaves L1.
+                // micro-kernels that use it, so packed B never leaves L1 (or the whole block).
                 pack_a<MR>(ta, M, kc, ta ? A + pc * lda : A + pc, lda, ap_data);
+                if (!panel_at_a_time) pack_b_block(pc, kc, jc, nc, bp_data);
                 for (std::int64_t jr = 0; jr < nc; jr += NR) {
                     const std::int64_t n = nc - jr < NR ? nc - jr : NR;
-                    pack_b_block(pc, kc, jc + jr, n, bp_data);
+                    if (panel_at_a_time) pack_b_block(pc, kc, jc + jr, n, bp_data);
+                    const float* bpanel = panel_at_a_time ? bp_data : bp_data + jr * kc;
                     for (std::int64_t ir = 0; ir < M; ir += MR)
-                        micro_kernel<Arch>(kc, ap_data + ir * kc, bp_data, C + ir * ldc + jc + jr, ldc, alpha, bet,
+                        micro_kernel<Arch>(kc, ap_data + ir * kc, bpanel, C + ir * ldc + jc + jr, ldc, alpha, bet,
                                            static_cast<int>(M - ir < MR ? M - ir : MR), static_cast<int>(n));
                 }
                 continue;
@@ -191,11 +195,10 @@ void sgemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, flo
 template <class Arch>
 void sgemm_from(bool ta, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
                 std::int64_t lda, const PanelSource& b, float beta, float* C, std::int64_t ldc) {
-    constexpr int NR = Params<Arch>::NR;
     auto pack = [&](std::int64_t k0, std::int64_t kc, std::int64_t j0, std::int64_t n, float* dst) {
-        for (std::int64_t j = 0; j < n; j += NR, dst += NR * kc) b.pack(b.ctx, k0, kc, j0 + j, n - j < NR ? n - j : NR, NR, dst);
+        b.pack(b.ctx, k0, kc, j0, n, Params<Arch>::NR, dst);
     };
-    sgemm_blocked<Arch>(ta, M, N, K, alpha, A, lda, pack, beta, C, ldc);
+    sgemm_blocked<Arch, true>(ta, M, N, K, alpha, A, lda, pack, beta, C, ldc);
 }
 
 }  // namespace tg::simd_gemm

@@ -6,8 +6,9 @@
 
 namespace tg::simd_gemm {
 
-// A B operand made on demand: fills dst[k][c] = op(B)[k0 + k][j0 + c] for k < kc, c < n, and
-// zeros for n ≤ c < width. Lets a convolution run im2col straight into the GEMM's packing.
+// A B operand made on demand (see tg::PanelSource in core/blas.hpp): op(B)[k0 .. k0+kc)
+// [j0 .. j0+n) as width-wide panels. Lets a convolution run im2col straight into the GEMM's
+// packing.
 struct PanelSource {
     void (*pack)(const void* ctx, std::int64_t k0, std::int64_t kc, std::int64_t j0, std::int64_t n,
                  std::int64_t width, float* dst);

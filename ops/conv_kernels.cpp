@@ -119,6 +119,15 @@ enum class Kind { Forward, Transposed, WeightGrad };
 // The least GEMM work (flops) of one group step that is worth a team of threads.
 constexpr double kTeamMinFlops = 5.0e7;
 
+// Zeros the columns past n of the last of the width-wide panels a PanelSource writes.
+template <class T>
+void zero_panel_tail(T* dst, std::int64_t n, std::int64_t width, std::int64_t kc) {
+    const std::int64_t used = n % width;
+    if (used == 0) return;
+    T* last = dst + (n / width) * width * kc;
+    for (std::int64_t k = 0; k < kc; ++k) std::fill(last + k * width + used, last + (k + 1) * width, T(0));
+}
+
 // [lo, hi) of part t of T equal parts of n.
 inline std::int64_t part(std::int64_t n, int t, int T) { return n * t / T; }
 
@@ -166,9 +175,8 @@ void group_step(const Step<T>& s, const ColTile& tile, std::int64_t grp, T* col,
             if (!nxc) {  // y_g[Og × c] = Wm_g[Og × R] · col[R × c], col made panel by panel
                 auto cols = [&](std::int64_t k0, std::int64_t kc, std::int64_t j0, std::int64_t n, std::int64_t width,
                                 T* dst) {
-                    im2col_ncx(g, s.x, tile, grp, k0, k0 + kc, c0 + j0, c0 + j0 + n, dst, width, 1);
-                    if (n < width)
-                        for (std::int64_t k = 0; k < kc; ++k) std::fill(dst + k * width + n, dst + (k + 1) * width, T(0));
+                    im2col_ncx(g, s.x, tile, grp, k0, k0 + kc, c0 + j0, c0 + j0 + n, dst, width, 1, width, width * kc);
+                    zero_panel_tail(dst, n, width, kc);
                 };
                 gemm_from<T>(false, Og, c1 - c0, R, T(1), wg, R, panel_source<T>(cols), T(0), om + c0, ldo);
                 if (staged) {
@@ -202,9 +210,10 @@ void group_step(const Step<T>& s, const ColTile& tile, std::int64_t grp, T* col,
             if (!nxc) {  // dW_g[Og × r] += u_g[Og × C] · colᵀ[C × r], colᵀ made panel by panel
                 auto cols_t = [&](std::int64_t k0, std::int64_t kc, std::int64_t j0, std::int64_t n, std::int64_t width,
                                   T* dst) {
-                    im2col_ncx(g, s.x, tile, grp, r0 + j0, r0 + j0 + n, k0, k0 + kc, dst, 1, width);
-                    if (n < width)
-                        for (std::int64_t k = 0; k < kc; ++k) std::fill(dst + k * width + n, dst + (k + 1) * width, T(0));
+                    for (std::int64_t q = 0; q * width < n; ++q)  // a panel of `width` rows of col at a time
+                        im2col_ncx(g, s.x, tile, grp, r0 + j0 + q * width, r0 + j0 + std::min(n, (q + 1) * width), k0,
+                                   k0 + kc, dst + q * width * kc, 1, width, 0, 0);
+                    zero_panel_tail(dst, n, width, kc);
                 };
                 gemm_from<T>(false, Og, r1 - r0, C, T(1), om, ldo, panel_source<T>(cols_t), T(1), dw + r0, R);
             } else {  // dWk_g[Og × r] += u_gᵀ[Og × C] · col[C × r]

@@ -226,7 +226,10 @@ void conv_transposed_phases(const ConvGeometry& g, const T* u, const T* w, T* r)
                         continue;
                     }
                     auto src = [&](std::int64_t k0, std::int64_t kc, std::int64_t j0, std::int64_t n, std::int64_t width,
-                                   T* dst) { pr.patches(ph, grp, k0, kc, ca + j0, n, width, dst); };
+                                   T* dst) {
+                        for (std::int64_t j = 0; j < n; j += width, dst += width * kc)
+                            pr.patches(ph, grp, k0, kc, ca + j0 + j, std::min(width, n - j), width, dst);
+                    };
                     gemm_from<T>(false, Ig, cn, Rp, T(1), wp.data() + wofs[p] + grp * Ig * Rp, Rp, panel_source<T>(src),
                                  T(0), out, cn);
                     pr.scatter(ph, grp, ca, cn, out, cn);

@@ -27,9 +27,32 @@ void for_images(const ColTile& t, std::int64_t c0, std::int64_t c1, F&& f) {
 
 }  // namespace
 
+namespace {
+
+// Elements [t0, t1) of a run whose elements [lo, hi) read src[(t − lo)·sl] and the rest are
+// zeros, written to d[(t − t0)·ldc].
+template <class T>
+void emit(T* d, std::int64_t ldc, std::int64_t t0, std::int64_t t1, std::int64_t lo, std::int64_t hi, const T* src,
+          std::int64_t sl) {
+    const std::int64_t a = std::clamp(lo, t0, t1), b = std::clamp(hi, a, t1);
+    if (ldc == 1) {
+        std::fill(d, d + (a - t0), T(0));
+        if (sl == 1) std::memcpy(d + (a - t0), src + (a - lo), static_cast<std::size_t>(b - a) * sizeof(T));
+        else for (std::int64_t t = a; t < b; ++t) d[t - t0] = src[(t - lo) * sl];
+        std::fill(d + (b - t0), d + (t1 - t0), T(0));
+        return;
+    }
+    for (std::int64_t t = t0; t < a; ++t) d[(t - t0) * ldc] = T(0);
+    for (std::int64_t t = a; t < b; ++t) d[(t - t0) * ldc] = src[(t - lo) * sl];
+    for (std::int64_t t = b; t < t1; ++t) d[(t - t0) * ldc] = T(0);
+}
+
+}  // namespace
+
 template <class T>
 void im2col_ncx(const ConvGeometry& g, const T* x, const ColTile& tile, std::int64_t group, std::int64_t r0,
-                std::int64_t r1, std::int64_t c0, std::int64_t c1, T* dst, std::int64_t ldr, std::int64_t ldc) {
+                std::int64_t r1, std::int64_t c0, std::int64_t c1, T* dst, std::int64_t ldr, std::int64_t ldc,
+                std::int64_t panel, std::int64_t panel_stride) {
     const Axes ax(g);
     const std::int64_t Ig = g.Ig;
     const std::int64_t sl = ax.s[ax.D - 1];
@@ -40,22 +63,20 @@ void im2col_ncx(const ConvGeometry& g, const T* x, const ColTile& tile, std::int
         T* const row = dst + (r - r0) * ldr;
         for_images(tile, c0, c1, [&](std::int64_t ni, std::int64_t q0, std::int64_t q1, std::int64_t at0) {
             const T* xc = x + ((tile.n0 + ni) * ax.Ctot + group * Ig + i) * ax.Xn;
-            T* const run0 = row + (at0 - c0) * ldc;
             ax.for_runs(q0, q1, k, [&](std::int64_t at, std::int64_t len, bool ok, std::int64_t off, std::int64_t a0,
                                        std::int64_t kbase) {
-                T* d = run0 + at * ldc;
                 std::int64_t lo = 0, hi = 0;
                 if (ok) ax.valid_range(a0, len, kbase, lo, hi);
                 const T* src = xc + off + (a0 + lo) * sl + kbase;
-                if (ldc == 1) {
-                    std::fill_n(d, lo, T(0));
-                    if (sl == 1) std::memcpy(d + lo, src, static_cast<std::size_t>(hi - lo) * sizeof(T));
-                    else for (std::int64_t t = lo; t < hi; ++t) d[t] = src[(t - lo) * sl];
-                    std::fill(d + hi, d + len, T(0));
-                } else {
-                    for (std::int64_t t = 0; t < lo; ++t) d[t * ldc] = T(0);
-                    for (std::int64_t t = lo; t < hi; ++t) d[t * ldc] = src[(t - lo) * sl];
-                    for (std::int64_t t = hi; t < len; ++t) d[t * ldc] = T(0);
+                const std::int64_t c = at0 + at - c0;  // the run's first column, from c0
+                if (panel == 0) {
+                    emit(row + c * ldc, ldc, 0, len, lo, hi, src, sl);
+                    return;
+                }
+                for (std::int64_t t = 0; t < len;) {  // pieces that stay within one panel
+                    const std::int64_t rel = c + t, piece = std::min(len - t, panel - rel % panel);
+                    emit(row + (rel / panel) * panel_stride + (rel % panel) * ldc, ldc, t, t + piece, lo, hi, src, sl);
+                    t += piece;
                 }
             });
         });
@@ -68,7 +89,7 @@ void im2col(const ConvGeometry& g, const T* x, const ColTile& tile, std::int64_t
     const Axes ax(g);
     const std::int64_t Ig = g.Ig, R = g.R();
     if (g.layout == Layout::NCX) {
-        im2col_ncx(g, x, tile, group, 0, R, c0, c1, col + c0, tile.cols(), 1);
+        im2col_ncx(g, x, tile, group, 0, R, c0, c1, col + c0, tile.cols(), 1, 0, 0);
         return;
     }
     // NXC: one row per position, ∏K runs of Ig contiguous channels.
@@ -147,9 +168,11 @@ template void im2col<float>(const ConvGeometry&, const float*, const ColTile&, s
 template void im2col<double>(const ConvGeometry&, const double*, const ColTile&, std::int64_t, std::int64_t,
                              std::int64_t, double*);
 template void im2col_ncx<float>(const ConvGeometry&, const float*, const ColTile&, std::int64_t, std::int64_t,
-                                std::int64_t, std::int64_t, std::int64_t, float*, std::int64_t, std::int64_t);
+                                std::int64_t, std::int64_t, std::int64_t, float*, std::int64_t, std::int64_t,
+                                std::int64_t, std::int64_t);
 template void im2col_ncx<double>(const ConvGeometry&, const double*, const ColTile&, std::int64_t, std::int64_t,
-                                 std::int64_t, std::int64_t, std::int64_t, double*, std::int64_t, std::int64_t);
+                                 std::int64_t, std::int64_t, std::int64_t, double*, std::int64_t, std::int64_t,
+                                 std::int64_t, std::int64_t);
 template void col2im<float>(const ConvGeometry&, const float*, const ColTile&, std::int64_t, std::int64_t, std::int64_t,
                             std::int64_t, std::int64_t, float*);
 template void col2im<double>(const ConvGeometry&, const double*, const ColTile&, std::int64_t, std::int64_t,
