@@ -175,7 +175,8 @@ void group_step(const Step<T>& s, const ColTile& tile, std::int64_t grp, T* col,
             if (!nxc) {  // y_g[Og × c] = Wm_g[Og × R] · col[R × c], col made panel by panel
                 auto cols = [&](std::int64_t k0, std::int64_t kc, std::int64_t j0, std::int64_t n, std::int64_t width,
                                 T* dst) {
-                    im2col_ncx(g, s.x, tile, grp, k0, k0 + kc, c0 + j0, c0 + j0 + n, dst, width, 1, width, width * kc);
+                    im2col_ncx(g, s.x, tile, grp, k0, k0 + kc, c0 + j0, c0 + j0 + n, dst, PanelLayout{width},
+                               PanelLayout{1, width, width * kc});
                     zero_panel_tail(dst, n, width, kc);
                 };
                 gemm_from<T>(false, Og, c1 - c0, R, T(1), wg, R, panel_source<T>(cols), T(0), om + c0, ldo);
@@ -210,9 +211,8 @@ void group_step(const Step<T>& s, const ColTile& tile, std::int64_t grp, T* col,
             if (!nxc) {  // dW_g[Og × r] += u_g[Og × C] · colᵀ[C × r], colᵀ made panel by panel
                 auto cols_t = [&](std::int64_t k0, std::int64_t kc, std::int64_t j0, std::int64_t n, std::int64_t width,
                                   T* dst) {
-                    for (std::int64_t q = 0; q * width < n; ++q)  // a panel of `width` rows of col at a time
-                        im2col_ncx(g, s.x, tile, grp, r0 + j0 + q * width, r0 + j0 + std::min(n, (q + 1) * width), k0,
-                                   k0 + kc, dst + q * width * kc, 1, width, 0, 0);
+                    im2col_ncx(g, s.x, tile, grp, r0 + j0, r0 + j0 + n, k0, k0 + kc, dst, PanelLayout{1, width, width * kc},
+                               PanelLayout{width});
                     zero_panel_tail(dst, n, width, kc);
                 };
                 gemm_from<T>(false, Og, r1 - r0, C, T(1), om, ldo, panel_source<T>(cols_t), T(1), dw + r0, R);

@@ -29,57 +29,72 @@ void for_images(const ColTile& t, std::int64_t c0, std::int64_t c1, F&& f) {
 
 namespace {
 
-// Elements [t0, t1) of a run whose elements [lo, hi) read src[(t − lo)·sl] and the rest are
-// zeros, written to d[(t − t0)·ldc].
-template <class T>
-void emit(T* d, std::int64_t ldc, std::int64_t t0, std::int64_t t1, std::int64_t lo, std::int64_t hi, const T* src,
-          std::int64_t sl) {
-    const std::int64_t a = std::clamp(lo, t0, t1), b = std::clamp(hi, a, t1);
-    if (ldc == 1) {
-        std::fill(d, d + (a - t0), T(0));
-        if (sl == 1) std::memcpy(d + (a - t0), src + (a - lo), static_cast<std::size_t>(b - a) * sizeof(T));
-        else for (std::int64_t t = a; t < b; ++t) d[t - t0] = src[(t - lo) * sl];
-        std::fill(d + (b - t0), d + (t1 - t0), T(0));
-        return;
-    }
-    for (std::int64_t t = t0; t < a; ++t) d[(t - t0) * ldc] = T(0);
-    for (std::int64_t t = a; t < b; ++t) d[(t - t0) * ldc] = src[(t - lo) * sl];
-    for (std::int64_t t = b; t < t1; ++t) d[(t - t0) * ldc] = T(0);
+// One piece of an im2col row over a column range: `len` elements at dst offset `d` (in
+// units of the column layout), either zeros (src < 0) or src[t·sl] for t < len, src being
+// an offset from the start of the row's channel plane in image 0 of the tile.
+struct Segment {
+    std::int64_t d, len, src;
+};
+
+// The segments of tap kf over tile columns [c0, c1), split at panel boundaries. They are
+// the same for every channel, so a call lists them once per tap and replays them per row.
+void list_segments(const Axes& ax, const ColTile& tile, std::int64_t kf, std::int64_t c0, std::int64_t c1,
+                   const PanelLayout& cl, std::vector<Segment>& out) {
+    out.clear();
+    std::int64_t k[kMaxD];
+    ax.unravel(kf, ax.K, k);
+    const std::int64_t sl = ax.s[ax.D - 1], image = ax.Ctot * ax.Xn;
+    for_images(tile, c0, c1, [&](std::int64_t ni, std::int64_t q0, std::int64_t q1, std::int64_t at0) {
+        ax.for_runs(q0, q1, k, [&](std::int64_t at, std::int64_t len, bool ok, std::int64_t off, std::int64_t a0,
+                                   std::int64_t kbase) {
+            std::int64_t lo = 0, hi = 0;
+            if (ok) ax.valid_range(a0, len, kbase, lo, hi);
+            const std::int64_t c = at0 + at - c0;  // the run's first column, from c0
+            // the run's parts: [0, lo) zeros, [lo, hi) from the input, [hi, len) zeros
+            const std::int64_t bounds[4] = {0, lo, hi, len};
+            for (int part = 0; part < 3; ++part)
+                for (std::int64_t t = bounds[part]; t < bounds[part + 1];) {
+                    const std::int64_t rel = c + t;
+                    const std::int64_t piece =
+                        std::min(bounds[part + 1] - t, cl.panel ? cl.panel - rel % cl.panel : bounds[part + 1] - t);
+                    const std::int64_t src = part == 1 ? ni * image + off + (a0 + t) * sl + kbase : -1;
+                    out.push_back({cl.offset(rel), piece, src});
+                    t += piece;
+                }
+        });
+    });
 }
 
 }  // namespace
 
 template <class T>
 void im2col_ncx(const ConvGeometry& g, const T* x, const ColTile& tile, std::int64_t group, std::int64_t r0,
-                std::int64_t r1, std::int64_t c0, std::int64_t c1, T* dst, std::int64_t ldr, std::int64_t ldc,
-                std::int64_t panel, std::int64_t panel_stride) {
+                std::int64_t r1, std::int64_t c0, std::int64_t c1, T* dst, const PanelLayout& rows,
+                const PanelLayout& cols) {
     const Axes ax(g);
-    const std::int64_t Ig = g.Ig;
-    const std::int64_t sl = ax.s[ax.D - 1];
-    std::int64_t k[kMaxD];
+    const std::int64_t sl = ax.s[ax.D - 1], ldc = cols.ld;
+    thread_local std::vector<std::vector<Segment>> lists;
+    lists.resize(static_cast<std::size_t>(std::min(ax.Kn, r1 - r0)));
+    // Rows r = i·∏K + kf: list each tap's segments once, then replay them for each channel.
+    const std::int64_t first_kf = r0 % ax.Kn;
+    for (std::size_t l = 0; l < lists.size(); ++l)
+        list_segments(ax, tile, (first_kf + static_cast<std::int64_t>(l)) % ax.Kn, c0, c1, cols, lists[l]);
     for (std::int64_t r = r0; r < r1; ++r) {
-        ax.unravel(r % ax.Kn, ax.K, k);
         const std::int64_t i = r / ax.Kn;
-        T* const row = dst + (r - r0) * ldr;
-        for_images(tile, c0, c1, [&](std::int64_t ni, std::int64_t q0, std::int64_t q1, std::int64_t at0) {
-            const T* xc = x + ((tile.n0 + ni) * ax.Ctot + group * Ig + i) * ax.Xn;
-            ax.for_runs(q0, q1, k, [&](std::int64_t at, std::int64_t len, bool ok, std::int64_t off, std::int64_t a0,
-                                       std::int64_t kbase) {
-                std::int64_t lo = 0, hi = 0;
-                if (ok) ax.valid_range(a0, len, kbase, lo, hi);
-                const T* src = xc + off + (a0 + lo) * sl + kbase;
-                const std::int64_t c = at0 + at - c0;  // the run's first column, from c0
-                if (panel == 0) {
-                    emit(row + c * ldc, ldc, 0, len, lo, hi, src, sl);
-                    return;
-                }
-                for (std::int64_t t = 0; t < len;) {  // pieces that stay within one panel
-                    const std::int64_t rel = c + t, piece = std::min(len - t, panel - rel % panel);
-                    emit(row + (rel / panel) * panel_stride + (rel % panel) * ldc, ldc, t, t + piece, lo, hi, src, sl);
-                    t += piece;
-                }
-            });
-        });
+        const std::vector<Segment>& segs = lists[static_cast<std::size_t>((r - r0) % static_cast<std::int64_t>(lists.size()))];
+        const T* xc = x + (tile.n0 * ax.Ctot + group * g.Ig + i) * ax.Xn;
+        T* const row = dst + rows.offset(r - r0);
+        for (const Segment& sg : segs) {
+            T* d = row + sg.d;
+            if (sg.src < 0) {
+                if (ldc == 1) std::fill_n(d, sg.len, T(0));
+                else for (std::int64_t t = 0; t < sg.len; ++t) d[t * ldc] = T(0);
+            } else {
+                const T* src = xc + sg.src;
+                if (ldc == 1 && sl == 1) std::memcpy(d, src, static_cast<std::size_t>(sg.len) * sizeof(T));
+                else for (std::int64_t t = 0; t < sg.len; ++t) d[t * ldc] = src[t * sl];
+            }
+        }
     }
 }
 
@@ -89,7 +104,7 @@ void im2col(const ConvGeometry& g, const T* x, const ColTile& tile, std::int64_t
     const Axes ax(g);
     const std::int64_t Ig = g.Ig, R = g.R();
     if (g.layout == Layout::NCX) {
-        im2col_ncx(g, x, tile, group, 0, R, c0, c1, col + c0, tile.cols(), 1, 0, 0);
+        im2col_ncx(g, x, tile, group, 0, R, c0, c1, col + c0, PanelLayout{tile.cols()}, PanelLayout{1});
         return;
     }
     // NXC: one row per position, ∏K runs of Ig contiguous channels.
@@ -168,11 +183,10 @@ template void im2col<float>(const ConvGeometry&, const float*, const ColTile&, s
 template void im2col<double>(const ConvGeometry&, const double*, const ColTile&, std::int64_t, std::int64_t,
                              std::int64_t, double*);
 template void im2col_ncx<float>(const ConvGeometry&, const float*, const ColTile&, std::int64_t, std::int64_t,
-                                std::int64_t, std::int64_t, std::int64_t, float*, std::int64_t, std::int64_t,
-                                std::int64_t, std::int64_t);
+                                std::int64_t, std::int64_t, std::int64_t, float*, const PanelLayout&, const PanelLayout&);
 template void im2col_ncx<double>(const ConvGeometry&, const double*, const ColTile&, std::int64_t, std::int64_t,
-                                 std::int64_t, std::int64_t, std::int64_t, double*, std::int64_t, std::int64_t,
-                                 std::int64_t, std::int64_t);
+                                 std::int64_t, std::int64_t, std::int64_t, double*, const PanelLayout&,
+                                 const PanelLayout&);
 template void col2im<float>(const ConvGeometry&, const float*, const ColTile&, std::int64_t, std::int64_t, std::int64_t,
                             std::int64_t, std::int64_t, float*);
 template void col2im<double>(const ConvGeometry&, const double*, const ColTile&, std::int64_t, std::int64_t,

@@ -29,15 +29,20 @@ template <class T>
 void im2col(const ConvGeometry& g, const T* x, const ColTile& tile, std::int64_t group, std::int64_t c0,
             std::int64_t c1, T* col);
 
-// NCX only: rows [r0, r1) × columns [c0, c1) of the tile's col matrix, element (r, c)
-// written to dst[(r − r0)·ldr + (c − c0)·ldc], or with panel > 0 to
-// dst[(r − r0)·ldr + ((c − c0) / panel)·panel_stride + ((c − c0) mod panel)·ldc] (the GEMM's
-// packed panels), so that a GEMM can pack op(B) or op(B)ᵀ straight from the input.
-// im2col's NCX case is this with every row, ldr = cols, ldc = 1, no panels.
+// Where index `rel` of one dimension of a destination matrix lives: rel·ld, or in panels
+// of `panel` indices (the GEMM's packed layout), (rel / panel)·panel_stride + (rel mod panel)·ld.
+struct PanelLayout {
+    std::int64_t ld, panel = 0, panel_stride = 0;
+    std::int64_t offset(std::int64_t rel) const { return panel ? rel / panel * panel_stride + rel % panel * ld : rel * ld; }
+};
+
+// NCX only: rows [r0, r1) × columns [c0, c1) of the tile's col matrix, element (r, c) written
+// to dst[rows.offset(r − r0) + cols.offset(c − c0)], so that a GEMM can pack op(B) or op(B)ᵀ
+// straight from the input. im2col's NCX case is every row with rows.ld = cols, cols.ld = 1.
 template <class T>
 void im2col_ncx(const ConvGeometry& g, const T* x, const ColTile& tile, std::int64_t group, std::int64_t r0,
-                std::int64_t r1, std::int64_t c0, std::int64_t c1, T* dst, std::int64_t ldr, std::int64_t ldc,
-                std::int64_t panel, std::int64_t panel_stride);
+                std::int64_t r1, std::int64_t c0, std::int64_t c1, T* dst, const PanelLayout& rows,
+                const PanelLayout& cols);
 
 // Adds the columns of images [ni0, ni1) of the tile into channels [i0, i1) of the group.
 // Sums run in a fixed order (taps, then positions), whatever the split.
