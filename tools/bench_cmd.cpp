@@ -34,6 +34,7 @@
 
 #include "core/blas.hpp"
 #include "core/workspace.hpp"
+#include "core/blas.hpp"
 #include "ops/conv_kernels.hpp"
 
 namespace tg {
@@ -42,7 +43,8 @@ namespace {
 
 using json = nlohmann::json;
 
-const char* const kOps[] = {"fwd", "bwd_data", "bwd_weights"};
+const char* const kOps[] = {"fwd", "bwd_data", "bwd_weights", "gemm"};
+const int kDefaultOps = 3;  // "gemm" only when asked for
 
 // Every tensor the benchmark allocates is refused above this size (as `tapegrad run` does).
 constexpr double kMaxTensorBytes = static_cast<double>(std::int64_t{4} << 30);
@@ -99,10 +101,10 @@ Options parse_options(const std::vector<std::string>& args) {
             while (std::getline(ss, op, ',')) {
                 any = true;
                 if (std::find(std::begin(kOps), std::end(kOps), op) == std::end(kOps))
-                    fail(a, "bench: --ops '", v, "': unknown op '", op, "' (expected fwd, bwd_data, bwd_weights)");
+                    fail(a, "bench: --ops '", v, "': unknown op '", op, "' (expected fwd, bwd_data, bwd_weights, gemm)");
                 if (std::find(o.ops.begin(), o.ops.end(), op) == o.ops.end()) o.ops.push_back(op);
             }
-            if (!any || v.back() == ',') fail(a, "bench: --ops '", v, "' has an empty op name (expected fwd, bwd_data, bwd_weights)");
+            if (!any || v.back() == ',') fail(a, "bench: --ops '", v, "' has an empty op name (expected fwd, bwd_data, bwd_weights, gemm)");
         } else if (a == "--layout") {
             const std::string& v = value();
             if (v == "NCX") o.layout = Layout::NCX;
@@ -128,7 +130,7 @@ Options parse_options(const std::vector<std::string>& args) {
         }
     }
     if (o.shapes_path.empty()) fail("--shapes", "bench: --shapes FILE.json is required");
-    if (o.ops.empty()) o.ops.assign(std::begin(kOps), std::end(kOps));
+    if (o.ops.empty()) o.ops.assign(std::begin(kOps), std::begin(kOps) + kDefaultOps);
     return o;
 }
 
@@ -311,6 +313,22 @@ Timing time_op(F&& f, double min_time) {
     return t;
 }
 
+// The f32 GEMM library in use on the transposed convolution's GEMM: per group,
+// [Ig·∏K × Og] · [Og × columns], with the columns of one of the kernel's tiles (a column
+// buffer of at most 8 MiB), timed on one tile and scaled to the layer (G groups, N·∏Y
+// columns). Same FLOPs as the layer, so its GFLOP/s is the ceiling the layer is held to.
+Timing time_gemm(const ConvGeometry& g, double min_time) {
+    const std::int64_t M = g.R(), K = g.Og, total = g.N * g.out_numel();
+    const std::int64_t cols = std::clamp<std::int64_t>((std::int64_t{8} << 20) / (4 * (M + K)), 1, total);
+    std::vector<float> A(static_cast<std::size_t>(M * K), 0.5f), B(static_cast<std::size_t>(K * cols), 0.25f),
+        C(static_cast<std::size_t>(M * cols));
+    Timing t = time_op([&] { gemm<float>(true, false, M, cols, K, 1.f, A.data(), M, B.data(), cols, 0.f, C.data(), cols); },
+                       min_time);
+    const double scale = static_cast<double>(g.G) * static_cast<double>(total) / static_cast<double>(cols);
+    t.median_ms *= scale;
+    return t;
+}
+
 }  // namespace
 
 int cmd_bench(const std::vector<std::string>& args) {
@@ -339,7 +357,8 @@ int cmd_bench(const std::vector<std::string>& args) {
             Timing t;
             if (op == "bwd_data") t = time_op([&] { (void)conv_transposed(x, W, g); }, o.min_time);
             else if (op == "fwd") t = time_op([&] { (void)conv_forward(dy, W, g); }, o.min_time);
-            else t = time_op([&] { (void)conv_weight_grad(dy, x, g); }, o.min_time);
+            else if (op == "bwd_weights") t = time_op([&] { (void)conv_weight_grad(dy, x, g); }, o.min_time);
+            else t = time_gemm(g, o.min_time);
             const double gflops = flops / (t.median_ms * 1e6);
             if (o.as_json) {
                 nlohmann::ordered_json row;
