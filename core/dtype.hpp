@@ -19,6 +19,17 @@ inline bool is_16bit(DType t) { return t == DType::f16 || t == DType::bf16; }
 // Machine epsilon of a float dtype (the spacing of 1.0).
 double dtype_epsilon(DType t);
 
+// The type kernels compute a float dtype in: f64 for f64, f32 for f32, f16 and bf16.
+inline DType compute_dtype(DType t) { return t == DType::f64 ? DType::f64 : DType::f32; }
+
+// The one dtype dispatch of the kernels: calls f(T{}) with T the C++ type of the compute
+// dtype `ct` (double for f64, float otherwise).
+template <class F>
+decltype(auto) with_compute_type(DType ct, F&& f) {
+    if (ct == DType::f64) return f(double{});
+    return f(float{});
+}
+
 // IEEE binary16 <-> binary32, round to nearest even; NaN stays NaN (quiet), Inf stays Inf.
 inline std::uint16_t f32_to_f16(float f) {
     std::uint32_t x;

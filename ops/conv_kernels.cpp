@@ -45,11 +45,6 @@ bool use_phases(const ConvGeometry& g) {
     return g.Ig >= 32;
 }
 
-struct Tile {
-    std::int64_t n0, nb, p0, p1;
-    std::int64_t cols() const { return nb * (p1 - p0); }
-};
-
 // Whole images per tile when an image's columns fit the budget (one big GEMM over several
 // small images), otherwise chunks of positions within one image.
 // Column buffers are also kept to a size that stays in the last-level cache between the GEMM
@@ -57,10 +52,10 @@ struct Tile {
 // dcgan_g2 20% slower per image than at N = 16).
 constexpr std::int64_t kColCacheBytes = std::int64_t{8} << 20;
 
-std::vector<Tile> make_tiles(std::int64_t N, std::int64_t P, std::int64_t bytes_per_col) {
+std::vector<ColTile> make_tiles(std::int64_t N, std::int64_t P, std::int64_t bytes_per_col) {
     const std::int64_t budget = std::min(conv_workspace_bytes(), kColCacheBytes);
     const std::int64_t budget_cols = std::max<std::int64_t>(1, budget / std::max<std::int64_t>(1, bytes_per_col));
-    std::vector<Tile> tiles;
+    std::vector<ColTile> tiles;
     if (P <= budget_cols) {
         const std::int64_t per = std::max<std::int64_t>(1, budget_cols / P);
         for (std::int64_t n = 0; n < N; n += per) tiles.push_back({n, std::min(per, N - n), 0, P});
@@ -253,9 +248,9 @@ void run_kernel(Kind kind, const ConvGeometry& g, T* x, T* o, T* w) {
     const int nbuf = by_group ? nt : 1;
     const bool uses_col = nxc || kind == Kind::Transposed;  // NCX im2col feeds the GEMM directly
     const std::int64_t bytes_per_col = static_cast<std::int64_t>(sizeof(T)) * ((uses_col ? R : 0) + (nxc ? 0 : Og)) * nbuf;
-    const std::vector<Tile> tiles = make_tiles(g.N, P, bytes_per_col);
+    const std::vector<ColTile> tiles = make_tiles(g.N, P, bytes_per_col);
     std::int64_t max_cols = 0;
-    for (const Tile& t : tiles) max_cols = std::max(max_cols, t.cols());
+    for (const ColTile& t : tiles) max_cols = std::max(max_cols, t.cols());
     Buffer<T> col(uses_col ? nbuf * R * max_cols : 0);
     Buffer<T> stage(nxc || tiles.empty() || tiles[0].nb == 1 ? 0 : nbuf * Og * max_cols);
     Buffer<T> wk;
@@ -271,8 +266,7 @@ void run_kernel(Kind kind, const ConvGeometry& g, T* x, T* o, T* w) {
     }
     const OSide<T> os{g, P};
     const Step<T> s{kind, g, os, x, o, wm};
-    for (const Tile& tl : tiles) {
-        const ColTile tile{tl.n0, tl.nb, tl.p0, tl.p1};
+    for (const ColTile& tile : tiles) {
         // A team costs a fork, barriers and a join; on a busy machine a descheduled thread
         // stalls its team. Below ~1 ms of single-core work the work runs on one thread.
         const double flops = 2.0 * static_cast<double>(Og) * static_cast<double>(R) * static_cast<double>(tile.cols()) *
@@ -313,7 +307,7 @@ DType common_dtype(const Tensor& a, const Tensor& b, const char* fn) {
 Tensor dispatch(Kind kind, const Tensor& a, const Tensor& b, const ConvGeometry& g, const char* fn) {
     g.validate();
     const DType dt = common_dtype(a, b, fn);
-    const DType ct = dt == DType::f64 ? DType::f64 : DType::f32;  // 16-bit types compute in f32
+    const DType ct = compute_dtype(dt);  // 16-bit types compute in f32
     Tensor A = a.to(ct).contiguous(), B = b.to(ct).contiguous();
     const Shape out_shape = kind == Kind::Forward ? g.out_shape() : kind == Kind::Transposed ? g.in_shape() : g.weight_shape();
     // The forward GEMM, the phase form and the NCX depthwise transposed kernel write every
@@ -323,8 +317,8 @@ Tensor dispatch(Kind kind, const Tensor& a, const Tensor& b, const ConvGeometry&
                                    : kind == Kind::Forward || (kind == Kind::Transposed && use_phases(g));
     Tensor out = written ? Tensor::empty(out_shape, ct) : Tensor::zeros(out_shape, ct);
     if (g.N > 0) {
-        auto run = [&](auto* tag) {
-            using T = std::remove_pointer_t<decltype(tag)>;
+        with_compute_type(ct, [&](auto tag) {
+            using T = decltype(tag);
             T* pa = A.data<T>();
             T* pb = B.data<T>();
             T* po = out.data<T>();
@@ -333,9 +327,7 @@ Tensor dispatch(Kind kind, const Tensor& a, const Tensor& b, const ConvGeometry&
                 case Kind::Transposed: run_kernel<T>(kind, g, po, pa, pb); break;
                 case Kind::WeightGrad: run_kernel<T>(kind, g, pa, pb, po); break;
             }
-        };
-        if (ct == DType::f64) run(static_cast<double*>(nullptr));
-        else run(static_cast<float*>(nullptr));
+        });
     }
     return out.to(dt);
 }

@@ -15,17 +15,15 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
         fail("dtype", "matmul: operands must share one float dtype, got ", dtype_name(a.dtype()), " and ",
              dtype_name(b.dtype()));
     const std::int64_t M = a.shape()[0], K = a.shape()[1], N = b.shape()[1];
-    const DType ct = a.dtype() == DType::f64 ? DType::f64 : DType::f32;
+    const DType ct = compute_dtype(a.dtype());
     const Tensor A = a.to(ct).contiguous(), B = b.to(ct).contiguous();
     Tensor C = Tensor::zeros({M, N}, ct);
     if (M > 0 && N > 0 && K > 0) {
-        auto run = [&](auto* tag) {
-            using T = std::remove_pointer_t<decltype(tag)>;
+        with_compute_type(ct, [&](auto tag) {
+            using T = decltype(tag);
             // C[M×N] = A[M×K] · B[K×N]
             gemm<T>(false, false, M, N, K, T(1), A.data<T>(), K, B.data<T>(), N, T(0), C.data<T>(), N);
-        };
-        if (ct == DType::f64) run(static_cast<double*>(nullptr));
-        else run(static_cast<float*>(nullptr));
+        });
     }
     return C.to(a.dtype());
 }
