@@ -6,6 +6,8 @@
 #include <numeric>
 #include <type_traits>
 
+#include "core/convert.hpp"
+
 namespace tg {
 
 Storage::Storage(std::size_t n) : nbytes(n) {
@@ -200,6 +202,34 @@ Tensor Tensor::to(DType dtype) const {
     const std::int64_t n = numel();
     const std::byte* s = static_cast<const std::byte*>(src.raw_data());
     std::byte* d = out.storage_->bytes.get();
+    // 16-bit <-> f32: the bulk conversions of core/convert.hpp, vectorised and bit for bit
+    // f32_to_f16 ... bf16_to_f32. (The generic loop below passes through f64, which quiets a
+    // signalling NaN: f16 0x7c01 became 0x7fc02000; now it is 0x7f802000, as f16_to_f32 has
+    // it.) f32 <-> f64: plain casts, as load() and store() do them.
+    if (dtype_ == DType::f32 || dtype == DType::f32) {
+        const float* sf = dtype_ == DType::f32 ? src.data<float>() : nullptr;
+        float* df = dtype == DType::f32 ? out.data<float>() : nullptr;
+        switch (dtype_ == DType::f32 ? dtype : dtype_) {
+            case DType::f16:
+                if (sf) f32_to_f16_n(sf, out.data<std::uint16_t>(), n);
+                else f16_to_f32_n(src.data<std::uint16_t>(), df, n);
+                return out;
+            case DType::bf16:
+                if (sf) f32_to_bf16_n(sf, out.data<std::uint16_t>(), n);
+                else bf16_to_f32_n(src.data<std::uint16_t>(), df, n);
+                return out;
+            case DType::f64:
+                if (sf) {
+                    double* dd = out.data<double>();
+                    for (std::int64_t i = 0; i < n; ++i) dd[i] = static_cast<double>(sf[i]);
+                } else {
+                    const double* sd = src.data<double>();
+                    for (std::int64_t i = 0; i < n; ++i) df[i] = static_cast<float>(sd[i]);
+                }
+                return out;
+            default: break;
+        }
+    }
     const std::size_t ss = dtype_size(dtype_), ds = dtype_size(dtype);
     // store() rounds a double once, so f64 -> f16/bf16 is a single correct rounding.
     for (std::int64_t i = 0; i < n; ++i) store(dtype, d + i * ds, load(dtype_, s + i * ss));

@@ -4,20 +4,56 @@
 #include <cmath>
 #include <type_traits>
 
+#include "core/simd.hpp"
 #include "ops/elementwise.hpp"
+#include "ops/reduce_kernels.hpp"
 
 namespace tg {
 
 namespace {
-
-DType compute_type(DType t) { return t == DType::f64 ? DType::f64 : DType::f32; }
 
 void need_float(const Tensor& t, const char* op) {
     if (!t.defined()) fail("input", op, ": input is undefined");
     if (!is_float(t.dtype())) fail("dtype", op, ": needs a float tensor, got ", dtype_name(t.dtype()));
 }
 
+// The scalar forms of simd_reduce::Kernels (the table simd_reduce::scalar), in the same order
+// of additions as the vector ones.
+void sum_rows_f32(const float* x, std::int64_t rows, std::int64_t len, double* out) {
+    constexpr std::int64_t L = simd_reduce::kLanes;
+    const std::int64_t body = len - len % L;
+    for (std::int64_t r = 0; r < rows; ++r, x += len) {
+        double lane[L] = {};
+        for (std::int64_t i = 0; i < body; i += L)
+            for (std::int64_t j = 0; j < L; ++j) lane[j] += static_cast<double>(x[i + j]);
+        static_assert(L == 16);
+        for (int j = 0; j < 8; ++j) lane[j] = lane[j] + lane[j + 8];
+        for (int j = 0; j < 4; ++j) lane[j] = lane[j] + lane[j + 4];
+        double s = (lane[0] + lane[2]) + (lane[1] + lane[3]);
+        for (std::int64_t i = body; i < len; ++i) s += static_cast<double>(x[i]);
+        out[r] = s;
+    }
+}
+
+template <class T>
+void accumulate(const T* x, std::int64_t rows, std::int64_t len, double* acc) {
+    for (std::int64_t r = 0; r < rows; ++r, x += len)
+        for (std::int64_t j = 0; j < len; ++j) acc[j] += static_cast<double>(x[j]);
+}
+
+// The sums of the active instruction set.
+const simd_reduce::Kernels& sum_kernels() {
+    switch (simd::active()) {
+        case simd::Isa::avx512: return simd_reduce::avx512;
+        case simd::Isa::avx2: return simd_reduce::avx2;
+        case simd::Isa::scalar: break;
+    }
+    return simd_reduce::scalar;
+}
+
 }  // namespace
+
+const simd_reduce::Kernels simd_reduce::scalar{sum_rows_f32, accumulate<float>, accumulate<double>};
 
 std::vector<int> normalize_axes(const std::vector<int>& axes, int ndim, const char* op) {
     std::vector<int> out;
@@ -50,10 +86,83 @@ Tensor reduce_sum(const Tensor& x, const std::vector<int>& axes_in, bool keepdim
     Shape os(static_cast<std::size_t>(nd));
     for (int a = 0; a < nd; ++a) os[static_cast<std::size_t>(a)] = red[static_cast<std::size_t>(a)] ? 0 : ks[static_cast<std::size_t>(a)];
     std::vector<double> acc(static_cast<std::size_t>(shape_numel(kept)), 0.0);
-    const DType ct = compute_type(x.dtype());
+    const DType ct = compute_dtype(x.dtype());
     const Tensor X = x.to(ct).contiguous();
-    auto run = [&](auto* tag) {
-        using T = std::remove_pointer_t<decltype(tag)>;
+    // The input as groups of adjacent axes that are all reduced or all kept (size-1 axes
+    // dropped), the innermost last.
+    struct Group {
+        std::int64_t size;
+        bool reduced;
+    };
+    std::vector<Group> groups;
+    for (int a = 0; a < nd; ++a) {
+        const std::int64_t d = x.shape()[static_cast<std::size_t>(a)];
+        const bool r = red[static_cast<std::size_t>(a)];
+        if (d == 1) continue;
+        if (!groups.empty() && groups.back().reduced == r) groups.back().size *= d;
+        else groups.push_back({d, r});
+    }
+    const simd_reduce::Kernels& kern = sum_kernels();
+    // The contiguous cases, through the kernels of ops/reduce_kernels.hpp (vectorised unless
+    // the instruction set is Isa::scalar):
+    // * f32 (and f16/bf16, summed as f32) whose reduced axes are the innermost ones: every
+    //   output element sums one contiguous row, in the fixed 16-lane f64 order of
+    //   ops/reduce_kernels.hpp (the same for every instruction set, the scalar one included).
+    //   This is not the order of the sequential loop below. Both f64 sums are within about
+    //   len·2^-53·Σ|x| of the exact sum (the lane-wise one usually closer), far below the
+    //   final rounding to the dtype (2^-24 relative for f32): unless cancellation makes Σ|x|
+    //   some 2^29/len times the result, the two round to the same value, or to neighbours when
+    //   the exact sum lies that close to a rounding boundary. Rows shorter than 16 are summed
+    //   sequentially, exactly as before.
+    // * any float type whose innermost axes are kept: x is a sequence of rows of `len`
+    //   elements, each added element-wise into a row of acc, in the sequential order: the
+    //   result is exactly that of the loop below.
+    auto contiguous = [&](auto tag) -> bool {
+        using T = decltype(tag);
+        const T* px = X.data<T>();
+        if (X.numel() == 0 || groups.empty()) return false;
+        const std::size_t ng = groups.size();
+        if (groups.back().reduced) {
+            if constexpr (!std::is_same_v<T, float>) return false;
+            else {
+                if (ng > 2) return false;  // not a suffix: other reduced axes outside
+                const std::int64_t rows = ng == 2 ? groups[0].size : 1, len = groups.back().size;
+                kern.sum_rows_f32(px, rows, len, acc.data());
+                return true;
+            }
+        }
+        const std::int64_t len = groups.back().size;
+        const bool has_r = ng >= 2;  // the group before the last is reduced (groups alternate)
+        const std::int64_t rows = has_r ? groups[ng - 2].size : 1;
+        const std::size_t nouter = has_r ? ng - 2 : ng - 1;
+        // Odometer over the outer groups, in C order; acc moves along the kept ones only.
+        std::vector<std::int64_t> idx(nouter, 0), ostride(nouter, 0);
+        std::int64_t positions = 1, kept = 1;
+        for (std::size_t g = nouter; g-- > 0;) {
+            positions *= groups[g].size;
+            if (!groups[g].reduced) {
+                ostride[g] = kept;
+                kept *= groups[g].size;
+            }
+        }
+        void (*acc_rows)(const T*, std::int64_t, std::int64_t, double*);
+        if constexpr (std::is_same_v<T, float>) acc_rows = kern.accumulate_f32;
+        else acc_rows = kern.accumulate_f64;
+        std::int64_t o = 0;
+        for (std::int64_t p = 0; p < positions; ++p) {
+            acc_rows(px + p * rows * len, rows, len, acc.data() + o * len);
+            for (std::size_t g = nouter; g-- > 0;) {
+                o += ostride[g];
+                if (++idx[g] < groups[g].size) break;
+                o -= ostride[g] * groups[g].size;
+                idx[g] = 0;
+            }
+        }
+        return true;
+    };
+    with_compute_type(ct, [&](auto tag) {
+        using T = decltype(tag);
+        if (contiguous(tag)) return;
         const T* px = X.data<T>();
         const std::int64_t n = X.numel();
         const Shape& s = x.shape();
@@ -69,9 +178,7 @@ Tensor reduce_sum(const Tensor& x, const std::vector<int>& axes_in, bool keepdim
                 idx[ua] = 0;
             }
         }
-    };
-    if (ct == DType::f64) run(static_cast<double*>(nullptr));
-    else run(static_cast<float*>(nullptr));
+    });
     Shape out_shape;
     for (int a = 0; a < nd; ++a)
         if (keepdim || !red[static_cast<std::size_t>(a)]) out_shape.push_back(kept[static_cast<std::size_t>(a)]);
@@ -102,11 +209,11 @@ Tensor softmax_impl(const Tensor& x, int axis, bool log, const char* op) {
     const std::int64_t n = x.shape()[static_cast<std::size_t>(ax)];
     for (int a = 0; a < ax; ++a) outer *= x.shape()[static_cast<std::size_t>(a)];
     for (int a = ax + 1; a < nd; ++a) inner *= x.shape()[static_cast<std::size_t>(a)];
-    const DType ct = compute_type(x.dtype());
+    const DType ct = compute_dtype(x.dtype());
     const Tensor X = x.to(ct).contiguous();
     Tensor out = Tensor::empty(x.shape(), ct);
-    auto run = [&](auto* tag) {
-        using T = std::remove_pointer_t<decltype(tag)>;
+    with_compute_type(ct, [&](auto tag) {
+        using T = decltype(tag);
         const T* px = X.data<T>();
         T* po = out.data<T>();
         for (std::int64_t o = 0; o < outer; ++o)
@@ -123,9 +230,7 @@ Tensor softmax_impl(const Tensor& x, int axis, bool log, const char* op) {
                     res[j * inner] = static_cast<T>(log ? z - ls : std::exp(z) / s);
                 }
             }
-    };
-    if (ct == DType::f64) run(static_cast<double*>(nullptr));
-    else run(static_cast<float*>(nullptr));
+    });
     return out.to(x.dtype());
 }
 

@@ -1,0 +1,80 @@
+// The xsimd bodies of ops/reduce_kernels.hpp, templated on the architecture; included only
+// by the per-architecture translation units (ops/reduce.avx2.cpp, ops/reduce.avx512.cpp).
+// The 16 f64 partial sums are 4 AVX2 vectors or 2 AVX-512 vectors, combined in the order
+// ops/reduce_kernels.hpp fixes for every instruction set. f32 -> f64 widening is a raw
+// intrinsic (xsimd 8.1 cannot convert between batches of different lane counts).
+#pragma once
+#include <cstdint>
+
+#include <immintrin.h>
+#include <xsimd/xsimd.hpp>
+
+#include "ops/reduce_kernels.hpp"
+
+// GCC 12's AVX-512 intrinsics seed their pass-through operand with a self-initialised
+// variable (_mm512_undefined_*), which -Wmaybe-uninitialized reports once inlined here
+// (GCC bug 105593, fixed in 12.3); nothing is read uninitialised.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+namespace tg::simd_reduce {
+
+// W floats widened to a vector of W doubles.
+template <class Arch>
+struct Widen {
+    using D = xsimd::batch<double, Arch>;
+    static D load(const float* p) {
+        if constexpr (D::size == 8) return D(_mm512_cvtps_pd(_mm256_loadu_ps(p)));
+        else return D(_mm256_cvtps_pd(_mm_loadu_ps(p)));
+    }
+};
+
+template <class Arch>
+void sum_rows_f32(const float* x, std::int64_t rows, std::int64_t len, double* out) {
+    using D = typename Widen<Arch>::D;
+    constexpr int W = static_cast<int>(D::size);
+    constexpr int NV = static_cast<int>(kLanes) / W;  // vectors of partial sums: lanes [v·W, v·W + W)
+    static_assert(NV * W == kLanes && (NV == 2 || NV == 4));
+    const std::int64_t body = len - len % kLanes;
+    for (std::int64_t r = 0; r < rows; ++r, x += len) {
+        D acc[NV];
+        for (int v = 0; v < NV; ++v) acc[v] = D(0.0);
+        for (std::int64_t i = 0; i < body; i += kLanes)
+#pragma GCC unroll 4
+            for (int v = 0; v < NV; ++v) acc[v] = acc[v] + Widen<Arch>::load(x + i + v * W);
+        // lanes j + 8 into j, then j + 4 into j: down to 4 lanes
+        alignas(64) double t[8];
+        if constexpr (NV == 4) {
+            ((acc[0] + acc[2]) + (acc[1] + acc[3])).store_aligned(t);  // [0,4) + [8,12), [4,8) + [12,16)
+        } else {
+            (acc[0] + acc[1]).store_aligned(t);  // [0,8) + [8,16)
+            for (int j = 0; j < 4; ++j) t[j] = t[j] + t[j + 4];
+        }
+        double s = (t[0] + t[2]) + (t[1] + t[3]);
+        for (std::int64_t i = body; i < len; ++i) s += static_cast<double>(x[i]);
+        out[r] = s;
+    }
+}
+
+template <class Arch, class T>
+void accumulate(const T* x, std::int64_t rows, std::int64_t len, double* acc) {
+    using D = xsimd::batch<double, Arch>;
+    constexpr std::int64_t W = D::size;
+    for (std::int64_t r = 0; r < rows; ++r, x += len) {
+        std::int64_t j = 0;
+        for (; j + W <= len; j += W) {
+            D v;
+            if constexpr (sizeof(T) == 4) v = Widen<Arch>::load(x + j);
+            else v = D::load_unaligned(x + j);
+            (D::load_unaligned(acc + j) + v).store_unaligned(acc + j);
+        }
+        for (; j < len; ++j) acc[j] += static_cast<double>(x[j]);
+    }
+}
+
+}  // namespace tg::simd_reduce
+
+// Defines the table of ops/reduce_kernels.hpp for one architecture (once per arch .cpp).
+#define TG_INSTANTIATE_REDUCE(ARCH, NAME)                                                            \
+    const tg::simd_reduce::Kernels tg::simd_reduce::NAME{sum_rows_f32<ARCH>, accumulate<ARCH, float>, \
+                                                         accumulate<ARCH, double>};

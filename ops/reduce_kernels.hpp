@@ -1,0 +1,28 @@
+// The per-architecture entry points of the vectorised sums (ops/reduce_kernel.hpp), one table
+// per instruction set; ops/reduce.cpp picks one from simd::active() and defines the scalar
+// table (Isa::scalar), which follows the same order of additions, so a sum does not depend
+// on the instruction set.
+#pragma once
+#include <cstdint>
+
+namespace tg::simd_reduce {
+
+// The number of f64 partial sums of sum_rows: lane j adds the elements j, j + 16, j + 32, ...
+// of the row's first len - len % 16 elements; then the lanes are added pairwise, j + 8 into j,
+// j + 4 into j, j + 2 into j, lane 1 into lane 0, and the last len % 16 elements are added
+// to that one by one.
+constexpr std::int64_t kLanes = 16;
+
+struct Kernels {
+    // out[r] = Σ_j x[r·len + j] in f64, in the order above.
+    void (*sum_rows_f32)(const float* x, std::int64_t rows, std::int64_t len, double* out);
+    // acc[j] += x[r·len + j] for r = 0, 1, ..., rows - 1 in turn (j < len): each acc[j] gets its
+    // terms in the same order as a sequential loop over x, so the sums are exact to the old order.
+    void (*accumulate_f32)(const float* x, std::int64_t rows, std::int64_t len, double* acc);
+    void (*accumulate_f64)(const double* x, std::int64_t rows, std::int64_t len, double* acc);
+};
+
+extern const Kernels avx2, avx512;
+extern const Kernels scalar;  // plain loops in ops/reduce.cpp, the same order of additions
+
+}  // namespace tg::simd_reduce
