@@ -7,16 +7,17 @@
 #include <type_traits>
 
 #include "core/convert.hpp"
+#include "core/workspace.hpp"
 
 namespace tg {
 
 Storage::Storage(std::size_t n) : nbytes(n) {
-    try {
-        bytes.reset(new std::byte[n == 0 ? 1 : n]);
-    } catch (const std::bad_alloc&) {
-        fail("memory", "cannot allocate ", n, " bytes");
-    }
+    std::size_t cap = 0;
+    std::byte* p = static_cast<std::byte*>(detail::storage_alloc(n, cap));
+    bytes = std::unique_ptr<std::byte[], StorageFree>(p, StorageFree{cap});
 }
+
+void StorageFree::operator()(std::byte* p) const noexcept { detail::storage_free(p, cap); }
 
 std::int64_t shape_numel(const Shape& shape, const std::string& key) {
     std::int64_t n = 1;

@@ -16,10 +16,17 @@ namespace tg {
 
 using Shape = std::vector<std::int64_t>;
 
-// Bytes plus a version counter that in-place writers bump (autograd checks it).
+// Returns a storage block to the allocator it came from (core/workspace.hpp).
+struct StorageFree {
+    std::size_t cap = 0;
+    void operator()(std::byte* p) const noexcept;
+};
+
+// Bytes (64-byte aligned, uninitialised) plus a version counter that in-place writers bump
+// (autograd checks it).
 struct Storage {
     explicit Storage(std::size_t nbytes);
-    std::unique_ptr<std::byte[]> bytes;
+    std::unique_ptr<std::byte[], StorageFree> bytes;
     std::size_t nbytes = 0;
     std::uint64_t version = 0;
 };

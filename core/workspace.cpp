@@ -36,20 +36,20 @@ std::size_t block_size(std::size_t bytes) {
     return (bytes + unit - 1) / unit * unit;
 }
 
-void* system_alloc(std::size_t cap) {
+void* system_alloc(std::size_t cap, bool counted = true) {
     const std::size_t align = cap >= kHuge ? kHuge : 64;
     void* p = std::aligned_alloc(align, cap);
     if (!p) fail("memory", "cannot allocate a workspace of ", cap, " bytes");
 #ifdef MADV_HUGEPAGE
     if (cap >= kHuge) madvise(p, cap, MADV_HUGEPAGE);
 #endif
-    count(static_cast<std::int64_t>(cap));
+    if (counted) count(static_cast<std::int64_t>(cap));
     return p;
 }
 
-void system_free(void* p, std::size_t cap) {
+void system_free(void* p, std::size_t cap, bool counted = true) {
     std::free(p);
-    count(-static_cast<std::int64_t>(cap));
+    if (counted) count(-static_cast<std::int64_t>(cap));
 }
 
 struct Block {
@@ -60,12 +60,14 @@ struct Block {
 // The cached blocks, shared by all threads (a few allocations per kernel call, so one
 // lock costs nothing), freed at exit or by release_workspace_cache().
 struct Cache {
+    explicit Cache(bool counted_) : counted(counted_) {}
+    bool counted;  // the workspace cache counts its blocks; the tensor-storage cache does not
     std::mutex m;
     std::vector<Block> blocks;
     std::size_t bytes = 0;
     ~Cache() { clear(); }
     void clear() {
-        for (const Block& b : blocks) system_free(b.p, b.cap);
+        for (const Block& b : blocks) system_free(b.p, b.cap, counted);
         blocks.clear();
         bytes = 0;
     }
@@ -87,14 +89,23 @@ struct Cache {
             auto smallest = std::min_element(blocks.begin(), blocks.end(),
                                              [](const Block& a, const Block& b) { return a.cap < b.cap; });
             bytes -= smallest->cap;
-            system_free(smallest->p, smallest->cap);
+            system_free(smallest->p, smallest->cap, counted);
             blocks.erase(smallest);
         }
     }
 };
 
 Cache& cache() {
-    static Cache c;
+    static Cache c(true);
+    return c;
+}
+
+// Freed tensor storage of 1 MiB and more, kept for the next tensor of about that size: an op
+// called in a loop then reuses its last result's pages instead of faulting in fresh ones
+// (measured: a 128 MiB result cost more in page faults than the depthwise kernel itself).
+constexpr std::size_t kStorageCacheMin = std::size_t{1} << 20;
+Cache& storage_cache() {
+    static Cache c(false);
     return c;
 }
 
@@ -104,9 +115,10 @@ std::int64_t workspace_bytes_in_use() { return g_in_use.load(std::memory_order_r
 std::int64_t workspace_peak_bytes() { return g_peak.load(std::memory_order_relaxed); }
 void reset_workspace_peak() { g_peak.store(g_in_use.load(std::memory_order_relaxed), std::memory_order_relaxed); }
 void release_workspace_cache() {
-    Cache& c = cache();
-    std::lock_guard lock(c.m);
-    c.clear();
+    for (Cache* c : {&cache(), &storage_cache()}) {
+        std::lock_guard lock(c->m);
+        c->clear();
+    }
 }
 
 namespace detail {
@@ -132,6 +144,29 @@ void workspace_free(void* p, std::size_t cap) noexcept {
         }
     }
     system_free(p, cap);
+}
+
+void* storage_alloc(std::size_t bytes, std::size_t& cap) {
+    cap = block_size(bytes == 0 ? 1 : bytes);
+    if (cap >= kStorageCacheMin) {
+        Cache& c = storage_cache();
+        std::lock_guard lock(c.m);
+        if (void* p = c.take(cap, cap)) return p;
+    }
+    return system_alloc(cap, false);
+}
+
+void storage_free(void* p, std::size_t cap) noexcept {
+    if (cap >= kStorageCacheMin) {
+        try {
+            Cache& c = storage_cache();
+            std::lock_guard lock(c.m);
+            c.give(p, cap);
+            return;
+        } catch (...) {
+        }
+    }
+    system_free(p, cap, false);
 }
 
 }  // namespace detail

@@ -19,7 +19,8 @@ std::int64_t workspace_bytes_in_use();
 std::int64_t workspace_peak_bytes();
 // Sets the peak to the bytes in use now.
 void reset_workspace_peak();
-// Frees the cached blocks (buffers still alive are not touched).
+// Frees the cached blocks of the workspace and of tensor storage (live buffers and tensors
+// are not touched).
 void release_workspace_cache();
 
 namespace detail {
@@ -27,6 +28,10 @@ namespace detail {
 // workspace_free needs back. Fails with a tg::Error naming "memory".
 void* workspace_alloc(std::size_t bytes, std::size_t& cap);
 void workspace_free(void* p, std::size_t cap) noexcept;
+// Tensor storage (core/tensor.hpp): the same blocks, not counted as workspace; freed blocks
+// of 1 MiB and more are kept (at most 8, 512 MiB) for the next tensor of about their size.
+void* storage_alloc(std::size_t bytes, std::size_t& cap);
+void storage_free(void* p, std::size_t cap) noexcept;
 }  // namespace detail
 
 // An uninitialised, counted, 64-byte aligned array of `n` trivially copyable T.
