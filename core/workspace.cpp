@@ -23,6 +23,13 @@ void count(std::int64_t delta) {
     }
 }
 
+// Under AddressSanitizer nothing is cached, so that it still sees every use after free.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kCaching = false;
+#else
+constexpr bool kCaching = true;
+#endif
+
 // Blocks from this size up are cached per thread and rounded up to whole 64 KiB; below it
 // malloc's own free lists already avoid fresh pages.
 constexpr std::size_t kCacheMin = std::size_t{64} << 10;
@@ -125,7 +132,7 @@ namespace detail {
 
 void* workspace_alloc(std::size_t bytes, std::size_t& cap) {
     cap = block_size(bytes);
-    if (cap >= kCacheMin) {
+    if (kCaching && cap >= kCacheMin) {
         Cache& c = cache();
         std::lock_guard lock(c.m);
         if (void* p = c.take(cap, cap)) return p;
@@ -134,7 +141,7 @@ void* workspace_alloc(std::size_t bytes, std::size_t& cap) {
 }
 
 void workspace_free(void* p, std::size_t cap) noexcept {
-    if (cap >= kCacheMin) {
+    if (kCaching && cap >= kCacheMin) {
         try {
             Cache& c = cache();
             std::lock_guard lock(c.m);
@@ -148,7 +155,7 @@ void workspace_free(void* p, std::size_t cap) noexcept {
 
 void* storage_alloc(std::size_t bytes, std::size_t& cap) {
     cap = block_size(bytes == 0 ? 1 : bytes);
-    if (cap >= kStorageCacheMin) {
+    if (kCaching && cap >= kStorageCacheMin) {
         Cache& c = storage_cache();
         std::lock_guard lock(c.m);
         if (void* p = c.take(cap, cap)) return p;
@@ -157,7 +164,7 @@ void* storage_alloc(std::size_t bytes, std::size_t& cap) {
 }
 
 void storage_free(void* p, std::size_t cap) noexcept {
-    if (cap >= kStorageCacheMin) {
+    if (kCaching && cap >= kStorageCacheMin) {
         try {
             Cache& c = storage_cache();
             std::lock_guard lock(c.m);
