@@ -43,6 +43,18 @@ struct Axes {
         return off;
     }
 
+    // f(kf, off) for every tap kf of o-side position j, in order: off is the tap's i-side
+    // spatial offset, or −1 where it reads outside the input. The channels-last walk.
+    template <class F>
+    void for_taps(std::int64_t j, F&& f) const {
+        std::int64_t jm[kMaxD], k[kMaxD] = {};
+        unravel(j, Y, jm);
+        for (std::int64_t kf = 0; kf < Kn; ++kf) {
+            f(kf, tap_offset(jm, k));
+            for (int a = D - 1; a >= 0 && ++k[a] == K[a]; --a) k[a] = 0;  // the next tap, C order
+        }
+    }
+
     // Calls f(at, len, ok, off, a0, kbase) for each run of positions [p0, p1) that share all
     // outer coordinates: `at` is the run's index from p0, `ok` says the outer coordinates hit
     // the input for tap k, `off` is their offset, `a0` the run's first last-axis index and

@@ -58,17 +58,10 @@ void depthwise_forward(const ConvGeometry& g, const T* x, const T* w, T* y) {
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (std::int64_t row = 0; row < N * P; ++row) {
         const std::int64_t n = row / P;
-        std::int64_t jm[kMaxD], k[kMaxD];
-        ax.unravel(row % P, ax.Y, jm);
         T* yr = y + row * G;
-        for (std::int64_t kf = 0; kf < Kn; ++kf) {
-            ax.unravel(kf, ax.K, k);
-            const std::int64_t off = ax.tap_offset(jm, k);
-            if (off < 0) continue;
-            const T* xr = x + n * ax.Xn * G + off;
-            const T* wr = wt.data() + kf * G;
-            vec::fma(G, wr, xr, yr);
-        }
+        ax.for_taps(row % P, [&](std::int64_t kf, std::int64_t off) {
+            if (off >= 0) vec::fma(G, wt.data() + kf * G, x + n * ax.Xn * G + off, yr);
+        });
     }
 }
 
@@ -103,18 +96,11 @@ void depthwise_transposed(const ConvGeometry& g, const T* u, const T* w, T* r) {
     for (std::int64_t unit = 0; unit < N * chunks; ++unit) {
         const std::int64_t n = unit / chunks, ch = unit % chunks;
         const std::int64_t c0 = part(G, ch, chunks), c1 = part(G, ch + 1, chunks);
-        std::int64_t jm[kMaxD], k[kMaxD];
         for (std::int64_t j = 0; j < P; ++j) {
-            ax.unravel(j, ax.Y, jm);
             const T* ur = u + (n * P + j) * G;
-            for (std::int64_t kf = 0; kf < Kn; ++kf) {
-                ax.unravel(kf, ax.K, k);
-                const std::int64_t off = ax.tap_offset(jm, k);
-                if (off < 0) continue;
-                T* rr = r + n * ax.Xn * G + off;
-                const T* wr = wt.data() + kf * G;
-                vec::fma(c1 - c0, wr + c0, ur + c0, rr + c0);
-            }
+            ax.for_taps(j, [&](std::int64_t kf, std::int64_t off) {
+                if (off >= 0) vec::fma(c1 - c0, wt.data() + kf * G + c0, ur + c0, r + n * ax.Xn * G + off + c0);
+            });
         }
     }
 }
@@ -149,19 +135,12 @@ void depthwise_weight_grad(const ConvGeometry& g, const T* x, const T* u, T* dw)
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (std::int64_t ch = 0; ch < chunks; ++ch) {
         const std::int64_t c0 = part(G, ch, chunks), c1 = part(G, ch + 1, chunks);
-        std::int64_t jm[kMaxD], k[kMaxD];
         for (std::int64_t n = 0; n < N; ++n)
             for (std::int64_t j = 0; j < P; ++j) {
-                ax.unravel(j, ax.Y, jm);
                 const T* ur = u + (n * P + j) * G;
-                for (std::int64_t kf = 0; kf < Kn; ++kf) {
-                    ax.unravel(kf, ax.K, k);
-                    const std::int64_t off = ax.tap_offset(jm, k);
-                    if (off < 0) continue;
-                    const T* xr = x + n * ax.Xn * G + off;
-                    T* dr = dwt.data() + kf * G;
-                    vec::fma(c1 - c0, ur + c0, xr + c0, dr + c0);
-                }
+                ax.for_taps(j, [&](std::int64_t kf, std::int64_t off) {
+                    if (off >= 0) vec::fma(c1 - c0, ur + c0, x + n * ax.Xn * G + off + c0, dwt.data() + kf * G + c0);
+                });
             }
     }
     for (std::int64_t c = 0; c < G; ++c)

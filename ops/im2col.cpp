@@ -108,18 +108,15 @@ void im2col(const ConvGeometry& g, const T* x, const ColTile& tile, std::int64_t
         return;
     }
     // NXC: one row per position, ∏K runs of Ig contiguous channels.
-    std::int64_t jm[kMaxD], k[kMaxD];
     for_images(tile, c0, c1, [&](std::int64_t ni, std::int64_t q0, std::int64_t q1, std::int64_t at0) {
         const T* xn = x + (tile.n0 + ni) * ax.Xn * ax.Ctot + group * Ig;
         for (std::int64_t j = q0; j < q1; ++j) {
-            ax.unravel(j, ax.Y, jm);
-            T* dst = col + (at0 + j - q0) * R;
-            for (std::int64_t kf = 0; kf < ax.Kn; ++kf, dst += Ig) {
-                ax.unravel(kf, ax.K, k);
-                const std::int64_t off = ax.tap_offset(jm, k);
+            T* const row = col + (at0 + j - q0) * R;
+            ax.for_taps(j, [&](std::int64_t kf, std::int64_t off) {
+                T* dst = row + kf * Ig;
                 if (off >= 0) std::memcpy(dst, xn + off, static_cast<std::size_t>(Ig) * sizeof(T));
                 else std::fill_n(dst, Ig, T(0));
-            }
+            });
         }
     });
 }
@@ -161,19 +158,13 @@ void col2im(const ConvGeometry& g, const T* col, const ColTile& tile, std::int64
             }
         return;
     }
-    std::int64_t jm[kMaxD];
     for (std::int64_t ni = ni0; ni < ni1; ++ni) {
         T* xn = x + (tile.n0 + ni) * ax.Xn * ax.Ctot + group * Ig;
         for (std::int64_t j = tile.p0; j < tile.p1; ++j) {
-            ax.unravel(j, ax.Y, jm);
-            const T* src = col + (ni * W + (j - tile.p0)) * R;
-            for (std::int64_t kf = 0; kf < ax.Kn; ++kf, src += Ig) {
-                ax.unravel(kf, ax.K, k);
-                const std::int64_t off = ax.tap_offset(jm, k);
-                if (off < 0) continue;
-                T* dst = xn + off;
-                for (std::int64_t c = i0; c < i1; ++c) dst[c] += src[c];
-            }
+            const T* const row = col + (ni * W + (j - tile.p0)) * R;
+            ax.for_taps(j, [&](std::int64_t kf, std::int64_t off) {
+                if (off >= 0) vec::axpy(i1 - i0, T(1), row + kf * Ig + i0, xn + off + i0);
+            });
         }
     }
 }
