@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/blas.hpp"
+#include "core/convert.hpp"
 #include "core/workspace.hpp"
 #include "ops/conv_direct.hpp"
 #include "ops/conv_phases.hpp"
@@ -77,12 +78,13 @@ Buffer<T> pack_k_major(const ConvGeometry& g, const T* w) {
     return out;
 }
 
+// w += the k-major wk (the weight gradient accumulates, as over chunks of images).
 template <class T>
 void unpack_k_major(const ConvGeometry& g, const T* wk, T* w) {
     const std::int64_t Kn = g.kernel_numel(), Ig = g.Ig, R = g.R();
     for (std::int64_t go = 0; go < g.G * g.Og; ++go)
         for (std::int64_t i = 0; i < Ig; ++i)
-            for (std::int64_t k = 0; k < Kn; ++k) w[go * R + i * Kn + k] = wk[go * R + k * Ig + i];
+            for (std::int64_t k = 0; k < Kn; ++k) w[go * R + i * Kn + k] += wk[go * R + k * Ig + i];
 }
 
 // The o-side slice of group `grp` over a tile, as a matrix the GEMM can read:
@@ -303,33 +305,76 @@ DType common_dtype(const Tensor& a, const Tensor& b, const char* fn) {
     return a.dtype();
 }
 
+// The kernels write every output element of the forward GEMM, the phase form and the NCX
+// depthwise transposed kernel; the others accumulate into zeros.
+bool writes_all(Kind kind, const ConvGeometry& g) {
+    if (g.Ig == 1 && g.Og == 1) return kind == Kind::Transposed && g.layout == Layout::NCX;
+    return kind == Kind::Forward || (kind == Kind::Transposed && use_phases(g));
+}
+
+template <class T>
+void run_roles(Kind kind, const ConvGeometry& g, T* a, T* b, T* out) {
+    switch (kind) {
+        case Kind::Forward: run_kernel<T>(kind, g, a, out, b); break;
+        case Kind::Transposed: run_kernel<T>(kind, g, out, a, b); break;
+        case Kind::WeightGrad: run_kernel<T>(kind, g, a, b, out); break;
+    }
+}
+
+void to_f32(DType dt, const std::uint16_t* src, float* dst, std::int64_t n) {
+    if (dt == DType::f16) f16_to_f32_n(src, dst, n);
+    else bf16_to_f32_n(src, dst, n);
+}
+void from_f32(DType dt, const float* src, std::uint16_t* dst, std::int64_t n) {
+    if (dt == DType::f16) f32_to_f16_n(src, dst, n);
+    else f32_to_bf16_n(src, dst, n);
+}
+
+// f16/bf16: the kernels run in f32 on chunks of whole images, converted in and out through
+// workspace buffers of about the column budget, so no image-indexed tensor is ever copied
+// whole to f32. The weight (or the weight gradient, accumulated over the chunks in f32) is
+// small and converted once. Every output element is still rounded once.
+Tensor dispatch_16bit(Kind kind, const Tensor& a, const Tensor& b, const ConvGeometry& g, DType dt, const Shape& out_shape) {
+    const Tensor A = a.contiguous(), B = b.contiguous();
+    Tensor out = Tensor::empty(out_shape, dt);
+    // Per-image element counts of the image-indexed operands (0 for the weight).
+    const std::int64_t in_img = g.in_numel() * g.G * g.Ig, out_img = g.out_numel() * g.G * g.Og;
+    const std::int64_t pa = kind == Kind::Transposed ? out_img : in_img;        // a: x or u
+    const std::int64_t pb = kind == Kind::WeightGrad ? out_img : 0;             // b: u, or the weight
+    const std::int64_t po = kind == Kind::Forward ? out_img : kind == Kind::Transposed ? in_img : 0;
+    const std::int64_t per_image = std::max<std::int64_t>(1, pa + pb + po);
+    const std::int64_t nb = std::clamp<std::int64_t>(conv_workspace_bytes() / (4 * per_image), 1, std::max<std::int64_t>(g.N, 1));
+    Buffer<float> ba(nb * pa), bb(pb ? nb * pb : B.numel()), bo(po ? nb * po : out.numel());
+    if (!pb) to_f32(dt, B.data<std::uint16_t>(), bb.data(), B.numel());  // the weight, once
+    if (!po) std::fill_n(bo.data(), bo.size(), 0.f);                      // dW, accumulated
+    const bool zero_out = po && !writes_all(kind, g);
+    for (std::int64_t n0 = 0; n0 < g.N; n0 += nb) {
+        ConvGeometry gc = g;
+        gc.N = std::min(nb, g.N - n0);
+        to_f32(dt, A.data<std::uint16_t>() + n0 * pa, ba.data(), gc.N * pa);
+        if (pb) to_f32(dt, B.data<std::uint16_t>() + n0 * pb, bb.data(), gc.N * pb);
+        if (zero_out) std::fill_n(bo.data(), gc.N * po, 0.f);
+        run_roles<float>(kind, gc, ba.data(), bb.data(), bo.data());
+        if (po) from_f32(dt, bo.data(), out.data<std::uint16_t>() + n0 * po, gc.N * po);
+    }
+    if (!po) from_f32(dt, bo.data(), out.data<std::uint16_t>(), out.numel());
+    return out;
+}
+
 // Runs `kind` with inputs a, b (roles per Kind) and returns the output, in the inputs' dtype.
 Tensor dispatch(Kind kind, const Tensor& a, const Tensor& b, const ConvGeometry& g, const char* fn) {
     g.validate();
     const DType dt = common_dtype(a, b, fn);
-    const DType ct = compute_dtype(dt);  // 16-bit types compute in f32
-    Tensor A = a.to(ct).contiguous(), B = b.to(ct).contiguous();
     const Shape out_shape = kind == Kind::Forward ? g.out_shape() : kind == Kind::Transposed ? g.in_shape() : g.weight_shape();
-    // The forward GEMM, the phase form and the NCX depthwise transposed kernel write every
-    // output element; the others accumulate into zeros.
-    const bool depthwise = g.Ig == 1 && g.Og == 1;
-    const bool written = depthwise ? kind == Kind::Transposed && g.layout == Layout::NCX
-                                   : kind == Kind::Forward || (kind == Kind::Transposed && use_phases(g));
-    Tensor out = written ? Tensor::empty(out_shape, ct) : Tensor::zeros(out_shape, ct);
-    if (g.N > 0) {
-        with_compute_type(ct, [&](auto tag) {
+    if (is_16bit(dt)) return dispatch_16bit(kind, a, b, g, dt, out_shape);
+    const Tensor A = a.contiguous(), B = b.contiguous();
+    Tensor out = writes_all(kind, g) ? Tensor::empty(out_shape, dt) : Tensor::zeros(out_shape, dt);
+    if (g.N > 0)
+        with_compute_type(dt, [&](auto tag) {
             using T = decltype(tag);
-            T* pa = A.data<T>();
-            T* pb = B.data<T>();
-            T* po = out.data<T>();
-            switch (kind) {
-                case Kind::Forward: run_kernel<T>(kind, g, pa, po, pb); break;
-                case Kind::Transposed: run_kernel<T>(kind, g, po, pa, pb); break;
-                case Kind::WeightGrad: run_kernel<T>(kind, g, pa, pb, po); break;
-            }
+            run_roles<T>(kind, g, const_cast<T*>(A.data<T>()), const_cast<T*>(B.data<T>()), out.data<T>());
         });
-    }
-    return out.to(dt);
+    return out;
 }
 
 }  // namespace
