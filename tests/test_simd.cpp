@@ -110,6 +110,14 @@ TEST_CASE("vector kernels (axpy, fma, dot) match plain loops at every instructio
             for (std::int64_t i = 0; i < n; ++i) { exact += double(af[i]) * double(bf[i]); mag += std::fabs(double(af[i]) * double(bf[i])); }
             CHECK(std::fabs(vec::dot(n, af.data(), bf.data()) - exact) <= (n + 2) * 6e-8 * mag + 1e-30);
             CHECK(std::fabs(vec::dot(n, a.data(), b.data()) - exact) <= (n + 2) * 1.2e-16 * mag + 1e-7 * mag);
+            // add_runs: two runs over the same destination, the second overlapping the first's tail
+            std::vector<float> acc(yf), want_acc(yf);
+            const std::int64_t h = n / 2;
+            const vec::Run runs[2] = {{0, 0, n}, {h, n - h, h}};
+            vec::add_runs(runs, 2, af.data(), acc.data());
+            for (std::int64_t i = 0; i < n; ++i) want_acc[i] += af[i];
+            for (std::int64_t i = 0; i < h; ++i) want_acc[n - h + i] += af[h + i];
+            CHECK(acc == want_acc);
             std::vector<float> inter(2 * n, -1.f);
             vec::interleave2(n, af.data(), bf.data(), inter.data());
             for (std::int64_t i = 0; i < n; ++i) {
