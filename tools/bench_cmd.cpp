@@ -20,22 +20,20 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <optional>
 #include <random>
 #include <set>
 #include <sstream>
 #include <string>
-#include <sys/stat.h>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "core/blas.hpp"
 #include "core/workspace.hpp"
-#include "core/blas.hpp"
 #include "ops/conv_kernels.hpp"
+#include "tools/case_file.hpp"
 
 namespace tg {
 
@@ -245,18 +243,8 @@ BenchShape read_shape(const json& s, std::size_t index, const Options& o) {
 
 std::vector<BenchShape> read_shapes(const Options& o) {
     const std::string& path = o.shapes_path;
-    struct stat st {};
-    if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) fail("--shapes", "bench: --shapes '", path, "': cannot read the file");
-    std::ifstream f(path);
-    if (!f) fail("--shapes", "bench: --shapes '", path, "': cannot read the file");
-    std::stringstream ss;
-    ss << f.rdbuf();
-    json j;
-    try {
-        j = json::parse(ss.str());
-    } catch (const json::exception& e) {
-        fail("--shapes", "bench: --shapes '", path, "' is not valid JSON: ", e.what());
-    }
+    json j = read_json_file(path, "--shapes", "bench: --shapes '" + path + "': cannot read the file",
+                                  "bench: --shapes '" + path + "' is not valid JSON: ");
     if (!j.is_object() || !j.contains("shapes") || !j["shapes"].is_array())
         fail("--shapes", "bench: --shapes '", path, "' must hold an object with a list 'shapes'");
     std::vector<BenchShape> out;

@@ -45,19 +45,24 @@ std::string need_string(const json& j, const char* key) {
 
 }  // namespace
 
-CaseFile read_case(const std::string& path) {
+json read_json_file(const std::string& path, const std::string& key, const std::string& cannot_read,
+                    const std::string& not_json) {
     struct stat st {};
-    if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) fail("case", "cannot read case file '", path, "'");
+    if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) fail(key, cannot_read);
     std::ifstream f(path);
-    if (!f) fail("case", "cannot read case file '", path, "'");
+    if (!f) fail(key, cannot_read);
     std::stringstream ss;
     ss << f.rdbuf();
-    json j;
     try {
-        j = json::parse(ss.str());
+        return json::parse(ss.str());
     } catch (const json::exception& e) {
-        fail("case", "case file '", path, "' is not valid JSON: ", e.what());
+        fail(key, not_json, e.what());
     }
+}
+
+CaseFile read_case(const std::string& path) {
+    json j = read_json_file(path, "case", "cannot read case file '" + path + "'",
+                                  "case file '" + path + "' is not valid JSON: ");
     if (!j.is_object()) fail("case", "case file '", path, "' must hold a JSON object");
 
     CaseFile c;

@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "core/tensor.hpp"
 #include "ops/opset.hpp"
 
@@ -20,6 +22,12 @@ struct CaseFile {
     std::optional<std::string> grad_output;
     std::vector<std::optional<std::string>> grad_inputs;
 };
+
+// The JSON held by the regular file at `path` (case files, benchmark shapes). Fails under
+// `key` with `cannot_read` when it is not a readable regular file, and with `not_json`
+// followed by the parser's message when it is not JSON.
+nlohmann::json read_json_file(const std::string& path, const std::string& key, const std::string& cannot_read,
+                              const std::string& not_json);
 
 // Reads and checks the JSON; errors name the offending key.
 CaseFile read_case(const std::string& path);
