@@ -67,8 +67,9 @@ struct Block {
 // The cached blocks, shared by all threads (a few allocations per kernel call, so one
 // lock costs nothing), freed at exit or by release_workspace_cache().
 struct Cache {
-    explicit Cache(bool counted_) : counted(counted_) {}
-    bool counted;  // the workspace cache counts its blocks; the tensor-storage cache does not
+    Cache(bool counted_, std::size_t min_) : counted(counted_), min(min_) {}
+    bool counted;     // the workspace cache counts its blocks; the tensor-storage cache does not
+    std::size_t min;  // blocks from this size up are cached
     std::mutex m;
     std::vector<Block> blocks;
     std::size_t bytes = 0;
@@ -103,7 +104,7 @@ struct Cache {
 };
 
 Cache& cache() {
-    static Cache c(true);
+    static Cache c(true, kCacheMin);
     return c;
 }
 
@@ -112,7 +113,7 @@ Cache& cache() {
 // (measured: a 128 MiB result cost more in page faults than the depthwise kernel itself).
 constexpr std::size_t kStorageCacheMin = std::size_t{1} << 20;
 Cache& storage_cache() {
-    static Cache c(false);
+    static Cache c(false, kStorageCacheMin);
     return c;
 }
 
@@ -128,53 +129,41 @@ void release_workspace_cache() {
     }
 }
 
-namespace detail {
+namespace {
 
-void* workspace_alloc(std::size_t bytes, std::size_t& cap) {
+// A block of at least `bytes` from `c` when it caches blocks that large, else from the system.
+void* cached_alloc(Cache& c, std::size_t bytes, std::size_t& cap) {
     cap = block_size(bytes);
-    if (kCaching && cap >= kCacheMin) {
-        Cache& c = cache();
+    if (kCaching && cap >= c.min) {
         std::lock_guard lock(c.m);
         if (void* p = c.take(cap, cap)) return p;
     }
-    return system_alloc(cap);
+    return system_alloc(cap, c.counted);
 }
 
-void workspace_free(void* p, std::size_t cap) noexcept {
-    if (kCaching && cap >= kCacheMin) {
+void cached_free(Cache& c, void* p, std::size_t cap) noexcept {
+    if (kCaching && cap >= c.min) {
         try {
-            Cache& c = cache();
             std::lock_guard lock(c.m);
             c.give(p, cap);
             return;
         } catch (...) {  // the cache could not grow: free it instead
         }
     }
-    system_free(p, cap);
+    system_free(p, cap, c.counted);
 }
+
+}  // namespace
+
+namespace detail {
+
+void* workspace_alloc(std::size_t bytes, std::size_t& cap) { return cached_alloc(cache(), bytes, cap); }
+void workspace_free(void* p, std::size_t cap) noexcept { cached_free(cache(), p, cap); }
 
 void* storage_alloc(std::size_t bytes, std::size_t& cap) {
-    cap = block_size(bytes == 0 ? 1 : bytes);
-    if (kCaching && cap >= kStorageCacheMin) {
-        Cache& c = storage_cache();
-        std::lock_guard lock(c.m);
-        if (void* p = c.take(cap, cap)) return p;
-    }
-    return system_alloc(cap, false);
+    return cached_alloc(storage_cache(), bytes == 0 ? 1 : bytes, cap);
 }
-
-void storage_free(void* p, std::size_t cap) noexcept {
-    if (kCaching && cap >= kStorageCacheMin) {
-        try {
-            Cache& c = storage_cache();
-            std::lock_guard lock(c.m);
-            c.give(p, cap);
-            return;
-        } catch (...) {
-        }
-    }
-    system_free(p, cap, false);
-}
+void storage_free(void* p, std::size_t cap) noexcept { cached_free(storage_cache(), p, cap); }
 
 }  // namespace detail
 
