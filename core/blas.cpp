@@ -79,7 +79,7 @@ void gemm_impl(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K,
 #endif
     // Outside a team and worth a team (~1 ms of work, as in the conv kernels): split the
     // larger of M and N between the threads.
-    if (nt == 1 || in_team || team_size(2.0 * static_cast<double>(M) * N * K, 5e7) == 1) {
+    if (nt == 1 || in_team || team_size(2.0 * static_cast<double>(M) * N * K, kTeamMinFlops) == 1) {
         blas_call(ta, tb, m, n, k, alpha, A, la, B, lb, beta, C, lc);
         return;
     }

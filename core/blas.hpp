@@ -48,6 +48,10 @@ int num_threads();
 // on a busy machine cost more than they save).
 int team_size(double work, double min_work);
 
+// The least floating-point work (flops) of a GEMM-based step that is worth a team: about a
+// millisecond on one core. The GEMM split, the conv kernels and the phase form all use it.
+constexpr double kTeamMinFlops = 5.0e7;
+
 // Tests: with `on`, team_size starts a full team whatever the work, so that small cases
 // reach the multi-threaded code paths. A startup-style setting, like set_num_threads.
 void force_thread_teams(bool on);

@@ -113,8 +113,6 @@ struct OSide {
 
 enum class Kind { Forward, Transposed, WeightGrad };
 
-// The least GEMM work (flops) of one group step that is worth a team of threads.
-constexpr double kTeamMinFlops = 5.0e7;
 
 // Zeros the columns past n of the last of the width-wide panels a PanelSource writes.
 template <class T>
