@@ -164,7 +164,7 @@ void group_step(const Step<T>& s, const ColTile& tile, std::int64_t grp, T* col,
         barrier();
     }
     // NCX runs im2col inside the GEMM's packing (no column buffer); NXC builds the columns.
-    if (s.kind != Kind::Transposed && nxc) im2col(g, s.x, tile, grp, c0, c1, col);
+    if (s.kind != Kind::Transposed && nxc) im2col_nxc(g, s.x, tile, grp, c0, c1, col);
     switch (s.kind) {
         case Kind::Forward:
             if (!nxc) {  // y_g[Og × c] = Wm_g[Og × R] · col[R × c], col made panel by panel

@@ -99,15 +99,11 @@ void im2col_ncx(const ConvGeometry& g, const T* x, const ColTile& tile, std::int
 }
 
 template <class T>
-void im2col(const ConvGeometry& g, const T* x, const ColTile& tile, std::int64_t group, std::int64_t c0,
-            std::int64_t c1, T* col) {
+void im2col_nxc(const ConvGeometry& g, const T* x, const ColTile& tile, std::int64_t group, std::int64_t c0,
+                std::int64_t c1, T* col) {
     const Axes ax(g);
     const std::int64_t Ig = g.Ig, R = g.R();
-    if (g.layout == Layout::NCX) {
-        im2col_ncx(g, x, tile, group, 0, R, c0, c1, col + c0, PanelLayout{tile.cols()}, PanelLayout{1});
-        return;
-    }
-    // NXC: one row per position, ∏K runs of Ig contiguous channels.
+    // One row per position, ∏K runs of Ig contiguous channels.
     for_images(tile, c0, c1, [&](std::int64_t ni, std::int64_t q0, std::int64_t q1, std::int64_t at0) {
         const T* xn = x + (tile.n0 + ni) * ax.Xn * ax.Ctot + group * Ig;
         for (std::int64_t j = q0; j < q1; ++j) {
@@ -169,9 +165,9 @@ void col2im(const ConvGeometry& g, const T* col, const ColTile& tile, std::int64
     }
 }
 
-template void im2col<float>(const ConvGeometry&, const float*, const ColTile&, std::int64_t, std::int64_t, std::int64_t,
+template void im2col_nxc<float>(const ConvGeometry&, const float*, const ColTile&, std::int64_t, std::int64_t, std::int64_t,
                             float*);
-template void im2col<double>(const ConvGeometry&, const double*, const ColTile&, std::int64_t, std::int64_t,
+template void im2col_nxc<double>(const ConvGeometry&, const double*, const ColTile&, std::int64_t, std::int64_t,
                              std::int64_t, double*);
 template void im2col_ncx<float>(const ConvGeometry&, const float*, const ColTile&, std::int64_t, std::int64_t,
                                 std::int64_t, std::int64_t, std::int64_t, float*, const PanelLayout&, const PanelLayout&);

@@ -4,9 +4,10 @@
 // out_size); a multi-image tile always spans whole images. Column c of the tile is
 // ni·(p1−p0) + (j−p0). Row r indexes the reduction (i, k):
 //   NCX: col is [R × cols], r = i·∏K + k (channel slow), so each row is a strided
-//        gather from one input channel.
+//        gather from one input channel. The kernels never build it whole: im2col_ncx
+//        writes any block of it straight into the GEMM's packed panels.
 //   NXC: col is [cols × R], r = k·Ig + i (channel fast), so each (position, tap) copies
-//        one contiguous run of Ig channels.
+//        one contiguous run of Ig channels (im2col_nxc).
 // Reads outside the input are zeros; col2im drops writes outside it, which is what crops
 // by pads_begin and leaves the output_padding tail at zero.
 // Both are serial: the kernels split the work between threads so that no two threads
@@ -24,10 +25,10 @@ struct ColTile {
     std::int64_t cols() const { return nb * (p1 - p0); }
 };
 
-// Fills columns [c0, c1) of the tile's col buffer.
+// NXC only: fills columns [c0, c1) of the tile's col buffer.
 template <class T>
-void im2col(const ConvGeometry& g, const T* x, const ColTile& tile, std::int64_t group, std::int64_t c0,
-            std::int64_t c1, T* col);
+void im2col_nxc(const ConvGeometry& g, const T* x, const ColTile& tile, std::int64_t group, std::int64_t c0,
+                std::int64_t c1, T* col);
 
 // Where index `rel` of one dimension of a destination matrix lives: rel·ld, or in panels
 // of `panel` indices (the GEMM's packed layout), (rel / panel)·panel_stride + (rel mod panel)·ld.
@@ -38,7 +39,7 @@ struct PanelLayout {
 
 // NCX only: rows [r0, r1) × columns [c0, c1) of the tile's col matrix, element (r, c) written
 // to dst[rows.offset(r − r0) + cols.offset(c − c0)], so that a GEMM can pack op(B) or op(B)ᵀ
-// straight from the input. im2col's NCX case is every row with rows.ld = cols, cols.ld = 1.
+// straight from the input.
 template <class T>
 void im2col_ncx(const ConvGeometry& g, const T* x, const ColTile& tile, std::int64_t group, std::int64_t r0,
                 std::int64_t r1, std::int64_t c0, std::int64_t c1, T* dst, const PanelLayout& rows,
