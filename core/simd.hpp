@@ -1,7 +1,7 @@
 // Which SIMD instruction set the hand-written kernels run on, decided once at run time
 // from xsimd's CPU detection, so that one binary uses AVX-512 or AVX2 as the machine
 // allows. Kernels written with xsimd are compiled once per set (files named *.avx2.cpp and
-// *.avx512.cpp get the matching compiler flags) and `dispatch` calls the right one.
+// *.avx512.cpp get the matching compiler flags); their callers switch on active().
 #pragma once
 #include <string>
 #include <vector>
@@ -25,11 +25,5 @@ Isa active();
 // Runs every dispatched kernel on `isa` from now on (tests use it to reach each set).
 // Fails if the CPU lacks it. Not meant to change while kernels run in other threads.
 void force(Isa isa);
-
-// Calls the kernel compiled for the active set: f(isa).
-template <class F>
-decltype(auto) dispatch(F&& f) {
-    return f(active());
-}
 
 }  // namespace tg::simd
