@@ -1,26 +1,53 @@
-#include "autograd/conv.hpp"
+#include "tapegrad/autograd/conv.hpp"
 
 #include <algorithm>
 
-#include "autograd/ops.hpp"
-#include "ops/conv_kernels.hpp"
+#include "tapegrad/autograd/ops.hpp"
+#include "tapegrad/ops/conv_kernels.hpp"
 
 namespace tg::ag {
 
-Variable conv(const Variable& x, const Variable& W, const ConvGeometry& g) {
-    return record("conv", conv_forward(x.value(), W.value(), g), {x, W}, {.inputs = {0, 1}},
-                  [g](const SavedContext& c, const Variable& gy) -> Grads {
-                      return {c.needs_grad(0) ? conv_transpose(gy, c.input(1), g) : Variable(),
-                              c.needs_grad(1) ? conv_weight_grad(c.input(0), gy, g) : Variable()};
+namespace {
+
+// The inputs of a conv op: data and weight, then the bias when there is one.
+std::vector<Variable> operands(const Variable& a, const Variable& W, const Variable& bias, const char* op) {
+    if (bias.defined() && bias.dtype() != a.dtype())
+        fail("bias", op, ": bias has dtype ", dtype_name(bias.dtype()), ", the data has ", dtype_name(a.dtype()));
+    if (bias.defined()) return {a, W, bias};
+    return {a, W};
+}
+
+// ∂bias: the result's gradient summed over everything but the channel axis.
+Variable bias_grad(const Variable& gy, Layout layout) {
+    std::vector<int> axes;
+    const int C = layout == Layout::NCX ? 1 : gy.ndim() - 1;
+    for (int a = 0; a < gy.ndim(); ++a)
+        if (a != C) axes.push_back(a);
+    return sum(gy, axes);
+}
+
+}  // namespace
+
+Variable conv(const Variable& x, const Variable& W, const ConvGeometry& g, const Variable& bias) {
+    const Tensor b = bias.defined() ? bias.value() : Tensor();
+    return record("conv", conv_forward(x.value(), W.value(), g, b), operands(x, W, bias, "conv"), {.inputs = {0, 1}},
+                  [g, has_bias = bias.defined()](const SavedContext& c, const Variable& gy) -> Grads {
+                      Grads out{c.needs_grad(0) ? conv_transpose(gy, c.input(1), g) : Variable(),
+                                c.needs_grad(1) ? conv_weight_grad(c.input(0), gy, g) : Variable()};
+                      if (has_bias) out.push_back(c.needs_grad(2) ? bias_grad(gy, g.layout) : Variable());
+                      return out;
                   });
 }
 
-Variable conv_transpose(const Variable& u, const Variable& W, const ConvGeometry& g) {
-    return record("conv_transpose", conv_transposed(u.value(), W.value(), g), {u, W}, {.inputs = {0, 1}},
-                  [g](const SavedContext& c, const Variable& gr) -> Grads {
+Variable conv_transpose(const Variable& u, const Variable& W, const ConvGeometry& g, const Variable& bias) {
+    const Tensor b = bias.defined() ? bias.value() : Tensor();
+    return record("conv_transpose", conv_transposed(u.value(), W.value(), g, b), operands(u, W, bias, "conv_transpose"), {.inputs = {0, 1}},
+                  [g, has_bias = bias.defined()](const SavedContext& c, const Variable& gr) -> Grads {
                       // gr is on the i-side, u on the o-side
-                      return {c.needs_grad(0) ? conv(gr, c.input(1), g) : Variable(),
-                              c.needs_grad(1) ? conv_weight_grad(gr, c.input(0), g) : Variable()};
+                      Grads out{c.needs_grad(0) ? conv(gr, c.input(1), g) : Variable(),
+                                c.needs_grad(1) ? conv_weight_grad(gr, c.input(0), g) : Variable()};
+                      if (has_bias) out.push_back(c.needs_grad(2) ? bias_grad(gr, g.layout) : Variable());
+                      return out;
                   });
 }
 
@@ -31,18 +58,6 @@ Variable conv_weight_grad(const Variable& x, const Variable& u, const ConvGeomet
                       return {c.needs_grad(0) ? conv_transpose(c.input(1), V, g) : Variable(),
                               c.needs_grad(1) ? conv(c.input(0), V, g) : Variable()};
                   });
-}
-
-Variable spec_op(const ResolvedOp& r, const std::vector<Variable>& inputs) {
-    const std::size_t need = static_cast<std::size_t>(std::max({r.data_input, r.filter_input, r.bias_input})) + 1;
-    if (inputs.size() < need) fail("inputs", r.name, ": ", inputs.size(), " inputs, expects at least ", need);
-    const Variable& x = inputs[static_cast<std::size_t>(r.data_input)];
-    const Variable& filter = inputs[static_cast<std::size_t>(r.filter_input)];
-    const Variable f = r.filter_perm.empty() ? filter : permute(filter, r.filter_perm);
-    const Variable W = reshape(f, r.geom.weight_shape());
-    Variable y = r.comp == Computation::Conv ? conv(x, W, r.geom) : conv_transpose(x, W, r.geom);
-    if (r.has_bias) y = add_channel_bias(y, inputs[static_cast<std::size_t>(r.bias_input)], r.geom.layout);
-    return y;
 }
 
 }  // namespace tg::ag

@@ -8,20 +8,15 @@
 #pragma once
 #include <vector>
 
-#include "autograd/variable.hpp"
-#include "ops/conv_geometry.hpp"
-#include "ops/opset.hpp"
+#include "tapegrad/autograd/variable.hpp"
+#include "tapegrad/ops/conv_geometry.hpp"
 
 namespace tg::ag {
 
-Variable conv(const Variable& x, const Variable& W, const ConvGeometry& g);
-Variable conv_transpose(const Variable& u, const Variable& W, const ConvGeometry& g);
+// With a defined `bias` ([the result's channels], the data's dtype) the op adds it to every
+// result channel as one recorded op: a 16-bit result is rounded once, after the bias.
+Variable conv(const Variable& x, const Variable& W, const ConvGeometry& g, const Variable& bias = {});
+Variable conv_transpose(const Variable& u, const Variable& W, const ConvGeometry& g, const Variable& bias = {});
 Variable conv_weight_grad(const Variable& x, const Variable& u, const ConvGeometry& g);
-
-// One spec op (ops/opset.hpp) on the tape, with `inputs` in spec order (data, filter, then
-// output_shape or bias). The stored filter is relaid to W by differentiable permute and
-// reshape, so the filter gradient comes back in the op's own layout; output_shape gets no
-// gradient.
-Variable spec_op(const ResolvedOp& r, const std::vector<Variable>& inputs);
 
 }  // namespace tg::ag

@@ -1,4 +1,4 @@
-#include "autograd/gradcheck.hpp"
+#include "tapegrad/autograd/gradcheck.hpp"
 
 #include <algorithm>
 #include <cmath>

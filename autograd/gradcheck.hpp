@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "autograd/variable.hpp"
+#include "tapegrad/autograd/variable.hpp"
 
 namespace tg::ag {
 

@@ -1,10 +1,10 @@
 // Each op: the forward value from a raw kernel, then record() with the backward beside it.
-#include "autograd/ops.hpp"
+#include "tapegrad/autograd/ops.hpp"
 
-#include "ops/elementwise.hpp"
-#include "ops/matmul.hpp"
-#include "ops/reduce.hpp"
-#include "ops/shape_ops.hpp"
+#include "tapegrad/ops/elementwise.hpp"
+#include "tapegrad/ops/matmul.hpp"
+#include "tapegrad/ops/reduce.hpp"
+#include "tapegrad/ops/shape_ops.hpp"
 
 namespace tg::ag {
 

@@ -7,8 +7,8 @@
 #pragma once
 #include <vector>
 
-#include "autograd/variable.hpp"
-#include "ops/conv_geometry.hpp"
+#include "tapegrad/autograd/variable.hpp"
+#include "tapegrad/ops/conv_geometry.hpp"
 
 namespace tg::ag {
 

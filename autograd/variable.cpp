@@ -1,4 +1,4 @@
-#include "autograd/variable.hpp"
+#include "tapegrad/autograd/variable.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -6,7 +6,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "autograd/ops.hpp"
+#include "tapegrad/autograd/ops.hpp"
 
 namespace tg::ag {
 

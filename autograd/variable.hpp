@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "core/tensor.hpp"
+#include "tapegrad/core/tensor.hpp"
 
 namespace tg::ag {
 

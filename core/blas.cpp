@@ -1,4 +1,4 @@
-#include "core/blas.hpp"
+#include "tapegrad/core/blas.hpp"
 
 #include <cblas.h>
 
@@ -8,10 +8,10 @@
 #include <thread>
 #include <type_traits>
 
-#include "core/error.hpp"
-#include "core/gemm_kernels.hpp"
-#include "core/simd.hpp"
-#include "core/workspace.hpp"
+#include "tapegrad/core/error.hpp"
+#include "tapegrad/core/gemm_kernels.hpp"
+#include "tapegrad/core/simd.hpp"
+#include "tapegrad/core/workspace.hpp"
 
 #ifdef _OPENMP
 #include <omp.h>

@@ -1,8 +1,8 @@
-#include "core/convert.hpp"
+#include "tapegrad/core/convert.hpp"
 
-#include "core/convert_kernels.hpp"
-#include "core/dtype.hpp"
-#include "core/simd.hpp"
+#include "tapegrad/core/convert_kernels.hpp"
+#include "tapegrad/core/dtype.hpp"
+#include "tapegrad/core/simd.hpp"
 
 namespace tg {
 

@@ -24,7 +24,7 @@
 #include <immintrin.h>
 #include <xsimd/xsimd.hpp>
 
-#include "core/convert_kernels.hpp"
+#include "tapegrad/core/convert_kernels.hpp"
 
 // GCC 12's AVX-512 intrinsics seed their pass-through operand with a self-initialised
 // variable (_mm512_undefined_*), which -Wmaybe-uninitialized reports once inlined here

@@ -1,6 +1,6 @@
-#include "core/dtype.hpp"
+#include "tapegrad/core/dtype.hpp"
 
-#include "core/error.hpp"
+#include "tapegrad/core/error.hpp"
 
 namespace tg {
 

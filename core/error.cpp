@@ -1,4 +1,4 @@
-#include "core/error.hpp"
+#include "tapegrad/core/error.hpp"
 
 #include <limits>
 

@@ -14,8 +14,8 @@
 
 #include <xsimd/xsimd.hpp>
 
-#include "core/gemm_kernels.hpp"
-#include "core/workspace.hpp"
+#include "tapegrad/core/gemm_kernels.hpp"
+#include "tapegrad/core/workspace.hpp"
 
 namespace tg::simd_gemm {
 

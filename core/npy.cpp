@@ -1,4 +1,4 @@
-#include "core/npy.hpp"
+#include "tapegrad/core/npy.hpp"
 
 #include <cctype>
 #include <cstdio>

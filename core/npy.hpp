@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "core/tensor.hpp"
+#include "tapegrad/core/tensor.hpp"
 
 namespace tg {
 

@@ -1,11 +1,11 @@
-#include "core/simd.hpp"
+#include "tapegrad/core/simd.hpp"
 
 #include <atomic>
 #include <cstdlib>
 
 #include <xsimd/xsimd.hpp>
 
-#include "core/error.hpp"
+#include "tapegrad/core/error.hpp"
 
 namespace tg::simd {
 

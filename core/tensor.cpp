@@ -1,4 +1,4 @@
-#include "core/tensor.hpp"
+#include "tapegrad/core/tensor.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -6,8 +6,8 @@
 #include <numeric>
 #include <type_traits>
 
-#include "core/convert.hpp"
-#include "core/workspace.hpp"
+#include "tapegrad/core/convert.hpp"
+#include "tapegrad/core/workspace.hpp"
 
 namespace tg {
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "core/dtype.hpp"
-#include "core/error.hpp"
+#include "tapegrad/core/dtype.hpp"
+#include "tapegrad/core/error.hpp"
 
 namespace tg {
 

@@ -1,4 +1,4 @@
-#include "core/workspace.hpp"
+#include "tapegrad/core/workspace.hpp"
 
 #include <sys/mman.h>
 
@@ -8,7 +8,7 @@
 #include <mutex>
 #include <vector>
 
-#include "core/error.hpp"
+#include "tapegrad/core/error.hpp"
 
 namespace tg {
 

@@ -13,12 +13,12 @@
 #include <random>
 #include <string>
 
-#include "autograd/ops.hpp"
-#include "nn/checkpoint.hpp"
-#include "nn/idx.hpp"
-#include "nn/image.hpp"
-#include "nn/module.hpp"
-#include "nn/optim.hpp"
+#include "tapegrad/autograd/ops.hpp"
+#include "tapegrad/nn/checkpoint.hpp"
+#include "tapegrad/data/idx.hpp"
+#include "tapegrad/data/image.hpp"
+#include "tapegrad/nn/module.hpp"
+#include "tapegrad/nn/optim.hpp"
 
 using namespace tg;
 

@@ -3,9 +3,9 @@
 #include <iostream>
 #include <random>
 
-#include "autograd/conv.hpp"
-#include "autograd/gradcheck.hpp"
-#include "autograd/ops.hpp"
+#include "tapegrad/autograd/conv.hpp"
+#include "tapegrad/autograd/gradcheck.hpp"
+#include "tapegrad/autograd/ops.hpp"
 
 using namespace tg;
 using namespace tg::ag;
@@ -20,10 +20,10 @@ static Tensor randn(const Shape& s) {
 
 int main() {
     // 1-D conv, 2 -> 3 channels, kernel 3, stride 2, pad 1, on 4 signals of length 8 -> length 4
-    const ConvGeometry g{.N = 4, .G = 1, .Ig = 2, .Og = 3, .kernel = {3}, .stride = {2}, .dilation = {1},
-                         .pad_begin = {1}, .in_size = {8}, .out_size = {4}};
+    const ConvGeometry g = ConvGeometry::forward({.N = 4, .C_in = 2, .C_out = 3, .in_size = {8}, .kernel = {3},
+                                                                 .stride = {2}, .pads_begin = {1}, .pads_end = {1}});
     auto model = [&](const std::vector<Variable>& p) {  // p = {x, W, b, V}
-        Variable h = tanh(add_channel_bias(conv(p[0], p[1], g), p[2], Layout::NCX));
+        Variable h = tanh(conv(p[0], p[1], g, p[2]));  // conv + bias, one op
         return matmul(reshape(h, {4, 12}), p[3]);  // [N, 3·4] · [12, 1]
     };
     Variable x = constant(randn(g.in_shape())), target = constant(randn({4, 1}));

@@ -1,8 +1,8 @@
-#include "nn/checkpoint.hpp"
+#include "tapegrad/nn/checkpoint.hpp"
 
 #include <filesystem>
 
-#include "core/npy.hpp"
+#include "tapegrad/core/npy.hpp"
 
 namespace tg::nn {
 

@@ -4,7 +4,7 @@
 #pragma once
 #include <string>
 
-#include "nn/module.hpp"
+#include "tapegrad/nn/module.hpp"
 
 namespace tg::nn {
 

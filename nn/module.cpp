@@ -1,9 +1,9 @@
-#include "nn/module.hpp"
+#include "tapegrad/nn/module.hpp"
 
 #include <cmath>
 
-#include "autograd/conv.hpp"
-#include "autograd/ops.hpp"
+#include "tapegrad/autograd/conv.hpp"
+#include "tapegrad/autograd/ops.hpp"
 
 namespace tg::nn {
 
@@ -49,15 +49,11 @@ void check_input(const Shape& s, std::size_t D, std::int64_t C, const char* laye
         fail("input", layer, ": input ", shape_str(s), " must be [N, ", C, ", ", D, " spatial dims]");
 }
 
-ConvGeometry base(const ConvOptions& o, std::int64_t N) {
-    ConvGeometry g;
-    g.N = N;
-    g.G = o.groups;
-    g.kernel = o.kernel;
-    g.stride = o.stride;
-    g.dilation = o.dilation;
-    g.pad_begin = o.padding;
-    return g;
+// The layer's settings as the geometry constructors take them, for an input of shape s.
+ConvParams params(const ConvOptions& o, const Shape& s, std::int64_t in, std::int64_t out) {
+    return ConvParams{.N = s[0], .C_in = in, .C_out = out, .groups = o.groups, .in_size = Shape(s.begin() + 2, s.end()),
+                      .kernel = o.kernel, .stride = o.stride, .dilation = o.dilation, .pads_begin = o.padding,
+                      .pads_end = o.padding, .output_padding = {}, .layout = Layout::NCX};
 }
 
 std::int64_t fan(std::int64_t c, const Shape& k) { return c * shape_numel(k); }
@@ -108,6 +104,10 @@ Variable Linear::forward(const Variable& x) {
 
 Conv::Conv(std::int64_t in_channels, std::int64_t out_channels, ConvOptions opt)
     : in_(in_channels), out_(out_channels), opt_(checked(std::move(opt), "Conv")) {
+    for (std::int64_t e : opt_.output_padding)
+        if (e != 0)
+            fail("output_padding", "Conv: output_padding=", shape_str(opt_.output_padding),
+                 " applies to a transposed convolution only (use ConvTranspose)");
     if (in_ < 1 || out_ < 1 || in_ % opt_.groups || out_ % opt_.groups)
         fail("groups", "Conv: channels ", in_, " -> ", out_, " must be >= 1 and divisible by groups ", opt_.groups);
     Shape ws{out_, in_ / opt_.groups};
@@ -118,29 +118,13 @@ Conv::Conv(std::int64_t in_channels, std::int64_t out_channels, ConvOptions opt)
 }
 
 ConvGeometry Conv::geometry(const Shape& s) const {
-    const std::size_t D = opt_.kernel.size();
-    check_input(s, D, in_, "Conv");
-    ConvGeometry g = base(opt_, s[0]);
-    g.Ig = in_ / opt_.groups;
-    g.Og = out_ / opt_.groups;
-    for (std::size_t a = 0; a < D; ++a) {
-        AxisParams p;
-        p.X = s[a + 2];
-        p.K = opt_.kernel[a];
-        p.s = opt_.stride[a];
-        p.d = opt_.dilation[a];
-        p.pads_begin = p.pads_end = opt_.padding[a];
-        p.axis = static_cast<int>(a);
-        g.in_size.push_back(p.X);
-        g.out_size.push_back(resolve_forward(p, AutoPad::Explicit, "Conv").out);
-    }
-    return g;
+    check_input(s, opt_.kernel.size(), in_, "Conv");
+    return ConvGeometry::forward(params(opt_, s, in_, out_), "Conv");
 }
 
 Variable Conv::forward(const Variable& x) {
     const ConvGeometry g = geometry(x.shape());
-    Variable y = ag::conv(x, ag::reshape(weight, g.weight_shape()), g);
-    return bias.defined() ? ag::add_channel_bias(y, bias, Layout::NCX) : y;
+    return ag::conv(x, ag::reshape(weight, g.weight_shape()), g, bias);
 }
 
 ConvTranspose::ConvTranspose(std::int64_t in_channels, std::int64_t out_channels, ConvOptions opt)
@@ -156,30 +140,15 @@ ConvTranspose::ConvTranspose(std::int64_t in_channels, std::int64_t out_channels
 }
 
 ConvGeometry ConvTranspose::geometry(const Shape& s) const {
-    const std::size_t D = opt_.kernel.size();
-    check_input(s, D, in_, "ConvTranspose");
-    ConvGeometry g = base(opt_, s[0]);
-    g.Og = in_ / opt_.groups;  // the input is the o-side of the forward convolution
-    g.Ig = out_ / opt_.groups;
-    for (std::size_t a = 0; a < D; ++a) {
-        AxisParams p;
-        p.X = s[a + 2];
-        p.K = opt_.kernel[a];
-        p.s = opt_.stride[a];
-        p.d = opt_.dilation[a];
-        p.pads_begin = p.pads_end = opt_.padding[a];
-        p.output_padding = opt_.output_padding[a];
-        p.axis = static_cast<int>(a);
-        g.out_size.push_back(p.X);
-        g.in_size.push_back(resolve_transposed_ct(p, AutoPad::Explicit, "ConvTranspose").out);
-    }
-    return g;
+    check_input(s, opt_.kernel.size(), in_, "ConvTranspose");
+    ConvParams p = params(opt_, s, in_, out_);
+    p.output_padding = opt_.output_padding;
+    return ConvGeometry::transposed(p, "ConvTranspose");
 }
 
 Variable ConvTranspose::forward(const Variable& x) {
     const ConvGeometry g = geometry(x.shape());
-    Variable y = ag::conv_transpose(x, ag::reshape(weight, g.weight_shape()), g);
-    return bias.defined() ? ag::add_channel_bias(y, bias, Layout::NCX) : y;
+    return ag::conv_transpose(x, ag::reshape(weight, g.weight_shape()), g, bias);
 }
 
 Variable Sequential::forward(const Variable& x) {

@@ -11,8 +11,8 @@
 #include <utility>
 #include <vector>
 
-#include "autograd/variable.hpp"
-#include "ops/conv_geometry.hpp"
+#include "tapegrad/autograd/variable.hpp"
+#include "tapegrad/ops/conv_geometry.hpp"
 
 namespace tg::nn {
 

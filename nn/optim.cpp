@@ -1,4 +1,4 @@
-#include "nn/optim.hpp"
+#include "tapegrad/nn/optim.hpp"
 
 #include <cmath>
 

@@ -4,7 +4,7 @@
 #pragma once
 #include <vector>
 
-#include "autograd/variable.hpp"
+#include "tapegrad/autograd/variable.hpp"
 
 namespace tg::nn {
 

@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "ops/conv_geometry.hpp"
-#include "ops/vec.hpp"
+#include "tapegrad/ops/conv_geometry.hpp"
+#include "tapegrad/ops/vec.hpp"
 
 namespace tg {
 

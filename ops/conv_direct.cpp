@@ -1,11 +1,11 @@
-#include "ops/conv_direct.hpp"
+#include "tapegrad/ops/conv_direct.hpp"
 
 #include <vector>
 
-#include "core/blas.hpp"
-#include "core/workspace.hpp"
-#include "ops/conv_axes.hpp"
-#include "ops/vec.hpp"
+#include "tapegrad/core/blas.hpp"
+#include "tapegrad/core/workspace.hpp"
+#include "tapegrad/ops/conv_axes.hpp"
+#include "tapegrad/ops/vec.hpp"
 
 #include <omp.h>
 

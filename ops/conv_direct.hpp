@@ -3,7 +3,7 @@
 // overhead and a column buffer ∏K times the input. Walking taps and runs of positions
 // instead reads each input element once per tap and vectorises along the run.
 #pragma once
-#include "ops/conv_geometry.hpp"
+#include "tapegrad/ops/conv_geometry.hpp"
 
 namespace tg {
 

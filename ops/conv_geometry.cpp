@@ -1,43 +1,127 @@
-#include "ops/conv_geometry.hpp"
+#include "tapegrad/ops/conv_geometry.hpp"
 
-#include <algorithm>
-#include <cctype>
 
 namespace tg {
 
 namespace {
 
-std::int64_t prod(const Shape& s) { return shape_numel(s, "shape"); }
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return a / b + (a % b != 0); }
-std::string num(std::int64_t v) { return std::to_string(v); }
-
-// The rules accept any int64 attribute, compute in 128 bits, and keep every derived
-// length at most 2^62, so the kernels' index arithmetic (j·s + k·d − pb) cannot overflow.
 using wide = __int128;
+// Every length the kernels form (j·s + k·d − pb, X + pb) stays within ±2^62, far from the
+// int64 limits.
 constexpr wide kLengthLimit = wide{1} << 62;
 
-std::int64_t narrow(wide v, const char* key, const AxisParams& p, const std::string& op, const char* what) {
-    if (v > kLengthLimit || v < -kLengthLimit)
-        fail(key, op, ": on spatial axis ", p.axis, " ", key, " makes the ", what, " larger than 2^62");
-    return static_cast<std::int64_t>(v);
+std::int64_t prod(const Shape& s) { return shape_numel(s, "shape"); }
+
+// One entry per axis, or the default on every axis when empty.
+Shape per_axis(const Shape& v, std::size_t D, std::int64_t dflt, const char* key, const std::string& op) {
+    if (v.empty()) return Shape(D, dflt);
+    if (v.size() != D) fail(key, op, ": ", key, " ", shape_str(v), " has ", v.size(), " entries, the kernel has ", D);
+    return v;
 }
 
-std::int64_t effective(const AxisParams& p, const std::string& op) {
-    return narrow(wide{p.d} * (p.K - 1) + 1, "dilations", p, op, "dilated kernel extent");
+// The shared part of both constructors: channels, groups and the per-axis lists.
+ConvGeometry base(const ConvParams& p, bool transposed, const std::string& op) {
+    const std::size_t D = p.kernel.size();
+    if (D == 0) fail("kernel", op, ": the kernel needs at least one spatial axis");
+    if (p.in_size.size() != D)
+        fail("in_size", op, ": the input has ", p.in_size.size(), " spatial axes, the kernel ", shape_str(p.kernel), " has ", D);
+    if (p.N < 0) fail("N", op, ": batch size N=", p.N, " must be >= 0");
+    if (p.groups < 1) fail("groups", op, ": groups=", p.groups, " must be >= 1");
+    if (p.C_in < 1 || p.C_in % p.groups)
+        fail("C_in", op, ": groups=", p.groups, " does not divide C_in=", p.C_in);
+    if (p.C_out < 1 || p.C_out % p.groups)
+        fail("C_out", op, ": groups=", p.groups, " does not divide C_out=", p.C_out);
+    ConvGeometry g;
+    g.N = p.N;
+    g.G = p.groups;
+    // A transposed convolution's input is the o-side of the forward convolution it inverts.
+    g.Ig = (transposed ? p.C_out : p.C_in) / p.groups;
+    g.Og = (transposed ? p.C_in : p.C_out) / p.groups;
+    g.kernel = p.kernel;
+    g.stride = per_axis(p.stride, D, 1, "stride", op);
+    g.dilation = per_axis(p.dilation, D, 1, "dilation", op);
+    g.pad_begin = per_axis(p.pads_begin, D, 0, "pads_begin", op);
+    g.layout = p.layout;
+    for (std::size_t a = 0; a < D; ++a) {
+        if (p.kernel[a] < 1) fail("kernel", op, ": kernel[", a, "]=", p.kernel[a], " must be >= 1");
+        if (g.stride[a] < 1) fail("stride", op, ": stride[", a, "]=", g.stride[a], " must be >= 1");
+        if (g.dilation[a] < 1) fail("dilation", op, ": dilation[", a, "]=", g.dilation[a], " must be >= 1");
+        if (g.pad_begin[a] < 0) fail("pads_begin", op, ": pads_begin[", a, "]=", g.pad_begin[a], " must be >= 0");
+        if (p.in_size[a] < 1) fail("in_size", op, ": input size ", shape_str(p.in_size), " must be >= 1 on every axis");
+        if (wide{g.dilation[a]} * (p.kernel[a] - 1) + 1 > kLengthLimit || g.pad_begin[a] > kLengthLimit ||
+            g.stride[a] > kLengthLimit)
+            fail("kernel", op, ": the lengths on spatial axis ", a, " exceed 2^62");
+    }
+    return g;
 }
 
-std::int64_t full_length(const AxisParams& p, std::int64_t eff, const std::string& op) {
-    return narrow(wide{p.s} * (p.X - 1) + eff, "strides", p, op, "full transposed length");
-}
-
-// Forward SAME split: T = max(0, (⌈X/s⌉−1)·s + eff − X); the odd unit goes to the end for
-// same_upper and to the beginning for same_lower.
-void same_split(std::int64_t T, bool upper, std::int64_t& pb, std::int64_t& pe) {
-    if (upper) { pb = T / 2; pe = T - pb; }
-    else { pe = T / 2; pb = T - pe; }
-}
+std::int64_t extent(const ConvGeometry& g, std::size_t a) { return g.dilation[a] * (g.kernel[a] - 1) + 1; }
 
 }  // namespace
+
+ConvGeometry ConvGeometry::forward(const ConvParams& p, const std::string& op) {
+    ConvGeometry g = base(p, false, op);
+    const std::size_t D = g.kernel.size();
+    g.pad_end = per_axis(p.pads_end, D, 0, "pads_end", op);
+    if (!p.output_padding.empty()) fail("output_padding", op, ": output_padding applies to a transposed convolution only");
+    g.in_size = p.in_size;
+    for (std::size_t a = 0; a < D; ++a) {
+        if (g.pad_end[a] < 0 || g.pad_end[a] > kLengthLimit)
+            fail("pads_end", op, ": pads_end[", a, "]=", g.pad_end[a], " must be in [0, 2^62]");
+        const wide span = wide{p.in_size[a]} + g.pad_begin[a] + g.pad_end[a] - extent(g, a);
+        if (span < 0)
+            fail("kernel", op, ": on spatial axis ", a, " the dilated kernel (", extent(g, a), ") is longer than the padded input (",
+                 p.in_size[a], " + ", g.pad_begin[a], " + ", g.pad_end[a], ")");
+        g.out_size.push_back(static_cast<std::int64_t>(span / g.stride[a] + 1));
+    }
+    g.validate(op);
+    return g;
+}
+
+ConvGeometry ConvGeometry::transposed(const ConvParams& p, const std::string& op) {
+    ConvGeometry g = base(p, true, op);
+    const std::size_t D = g.kernel.size();
+    const Shape pe = per_axis(p.pads_end, D, 0, "pads_end", op);
+    const Shape opad = per_axis(p.output_padding, D, 0, "output_padding", op);
+    g.out_size = p.in_size;
+    for (std::size_t a = 0; a < D; ++a) {
+        if (pe[a] < 0 || pe[a] > kLengthLimit) fail("pads_end", op, ": pads_end[", a, "]=", pe[a], " must be in [0, 2^62]");
+        if (opad[a] < 0 || opad[a] > kLengthLimit)
+            fail("output_padding", op, ": output_padding[", a, "]=", opad[a], " must be in [0, 2^62]");
+        const wide Y = wide{g.stride[a]} * (p.in_size[a] - 1) + extent(g, a) - g.pad_begin[a] - pe[a] + opad[a];
+        if (Y < 1)
+            fail("pads_end", op, ": on spatial axis ", a, " the result size s*(X-1) + d*(K-1) + 1 - pads_begin - pads_end + output_padding = ",
+                 g.stride[a], "*", p.in_size[a] - 1, " + ", extent(g, a), " - ", g.pad_begin[a], " - ", pe[a], " + ", opad[a],
+                 " is < 1");
+        if (Y > kLengthLimit) fail("stride", op, ": the result size on spatial axis ", a, " exceeds 2^62");
+        g.in_size.push_back(static_cast<std::int64_t>(Y));
+        g.pad_end.push_back(pe[a] - opad[a]);
+    }
+    g.validate(op);
+    return g;
+}
+
+ConvGeometry ConvGeometry::transposed_to(const ConvParams& p, const Shape& result_size, const std::string& op) {
+    if (!p.pads_end.empty() || !p.output_padding.empty())
+        fail("pads_end", op, ": with a given result size, pads_end and output_padding are implied and must be empty");
+    ConvGeometry g = base(p, true, op);
+    const std::size_t D = g.kernel.size();
+    if (result_size.size() != D)
+        fail("output_shape", op, ": output_shape ", shape_str(result_size), " has ", result_size.size(), " entries, the kernel has ", D);
+    g.out_size = p.in_size;
+    for (std::size_t a = 0; a < D; ++a) {
+        if (result_size[a] < 1 || result_size[a] > kLengthLimit)
+            fail("output_shape", op, ": output_shape[", a, "]=", result_size[a], " must be in [1, 2^62]");
+        g.in_size.push_back(result_size[a]);
+        // The forward view's end padding, whatever its sign: the result may stop short of the
+        // full length (cropping) or run past it (positions no input reaches are 0).
+        g.pad_end.push_back(static_cast<std::int64_t>(wide{g.stride[a]} * (p.in_size[a] - 1) + extent(g, a) -
+                                                      g.pad_begin[a] - result_size[a]));
+    }
+    g.validate(op);
+    return g;
+}
+
 
 std::int64_t ConvGeometry::kernel_numel() const { return prod(kernel); }
 std::int64_t ConvGeometry::in_numel() const { return prod(in_size); }
@@ -59,182 +143,34 @@ Shape ConvGeometry::weight_shape() const {
     return s;
 }
 
-void ConvGeometry::validate() const {
+void ConvGeometry::validate(const std::string& op) const {
     const std::size_t D = kernel.size();
-    if (D == 0 || stride.size() != D || dilation.size() != D || pad_begin.size() != D || in_size.size() != D ||
-        out_size.size() != D)
-        fail("geometry", "ConvGeometry: per-axis lists must all have the same length D >= 1");
-    if (N < 0 || G < 1 || Ig < 1 || Og < 1) fail("geometry", "ConvGeometry: bad N/G/Ig/Og ", N, "/", G, "/", Ig, "/", Og);
+    if (D == 0 || stride.size() != D || dilation.size() != D || pad_begin.size() != D || pad_end.size() != D ||
+        in_size.size() != D || out_size.size() != D)
+        fail("geometry", op, ": per-axis lists must all have the same length D >= 1 (build geometries with "
+             "ConvGeometry::forward or ConvGeometry::transposed)");
+    if (N < 0 || G < 1 || Ig < 1 || Og < 1) fail("geometry", op, ": bad N/G/Ig/Og ", N, "/", G, "/", Ig, "/", Og);
     for (std::size_t a = 0; a < D; ++a) {
         if (kernel[a] < 1 || stride[a] < 1 || dilation[a] < 1 || pad_begin[a] < 0 || in_size[a] < 1 || out_size[a] < 1)
-            fail("geometry", "ConvGeometry: bad value on axis ", a);
+            fail("geometry", op, ": bad value on spatial axis ", a, " (kernel ", kernel[a], ", stride ", stride[a], ", dilation ",
+                 dilation[a], ", pad_begin ", pad_begin[a], ", sizes ", in_size[a], " -> ", out_size[a], ")");
         // The kernels form j·s + k·d − pb and compare it with X: all of it must stay far
-        // from the int64 limits (the padding rules guarantee this for the spec ops).
+        // from the int64 limits.
         const wide far = wide{out_size[a] - 1} * stride[a] + wide{kernel[a] - 1} * dilation[a];
-        if (far > kLengthLimit || wide{in_size[a]} + pad_begin[a] > kLengthLimit)
-            fail("geometry", "ConvGeometry: the indices on spatial axis ", a, " exceed 2^62");
+        if (far > kLengthLimit || wide{in_size[a]} + pad_begin[a] > kLengthLimit || pad_end[a] > kLengthLimit ||
+            pad_end[a] < -kLengthLimit)
+            fail("geometry", op, ": the indices on spatial axis ", a, " exceed 2^62");
+        const wide span = wide{in_size[a]} + pad_begin[a] + pad_end[a] - (wide{kernel[a] - 1} * dilation[a] + 1);
+        if (span < 0 || span / stride[a] + 1 != out_size[a])
+            fail("geometry", op, ": on spatial axis ", a, " the size ", out_size[a], " does not follow from ", in_size[a],
+                 " by floor((X + pb + pe - eff)/s) + 1 with pb ", pad_begin[a], ", pe ", pad_end[a], ", kernel ", kernel[a],
+                 ", stride ", stride[a], ", dilation ", dilation[a]);
     }
     // Every tensor and the weight must have a representable element count.
     shape_numel(in_shape(), "data");
     shape_numel(out_shape(), "output");
     shape_numel(weight_shape(), "filter");
     checked_mul(R(), 1, "filter");
-}
-
-AutoPad parse_auto_pad(const std::string& value, const std::string& op) {
-    std::string v;
-    for (char c : value) v += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (v == "explicit" || v == "none" || v == "notset") return AutoPad::Explicit;
-    if (v == "valid") return AutoPad::Valid;
-    if (v == "same_upper") return AutoPad::SameUpper;
-    if (v == "same_lower") return AutoPad::SameLower;
-    fail("auto_pad", op, ": auto_pad '", value, "' is not one of explicit, none, notset, valid, same_upper, same_lower");
-}
-
-const char* auto_pad_name(AutoPad a) {
-    switch (a) {
-        case AutoPad::Explicit: return "explicit";
-        case AutoPad::Valid: return "valid";
-        case AutoPad::SameUpper: return "same_upper";
-        case AutoPad::SameLower: return "same_lower";
-    }
-    return "?";
-}
-
-AxisResolution resolve_forward(const AxisParams& p, AutoPad ap, const std::string& op) {
-    AxisResolution r;
-    r.eff = effective(p, op);
-    const std::string eff_s = "eff = " + num(p.d) + "*(" + num(p.K) + "-1)+1 = " + num(r.eff);
-    if (ap == AutoPad::SameUpper || ap == AutoPad::SameLower) {
-        r.out = ceil_div(p.X, p.s);
-        r.total = narrow(std::max<wide>(0, wide{r.out - 1} * p.s + r.eff - p.X), "strides", p, op, "total padding");
-        same_split(r.total, ap == AutoPad::SameUpper, r.pb, r.pe);
-        r.rule = std::string("F ") + auto_pad_name(ap);
-        r.formula = eff_s + "; Y = ceil(X/s) = ceil(" + num(p.X) + "/" + num(p.s) + ") = " + num(r.out) +
-                    "; total = max(0, (Y-1)*s + eff - X) = max(0, " + num(r.out - 1) + "*" + num(p.s) + " + " +
-                    num(r.eff) + " - " + num(p.X) + ") = " + num(r.total) + "; pads_begin " + num(r.pb) +
-                    ", pads_end " + num(r.pe) + (ap == AutoPad::SameUpper ? " (odd unit at the end)" : " (odd unit at the beginning)");
-        return r;
-    }
-    if (ap == AutoPad::Explicit) { r.pb = p.pads_begin; r.pe = p.pads_end; }
-    const std::int64_t padded =
-        narrow(wide{p.X} + r.pb + r.pe, r.pe > r.pb ? "pads_end" : "pads_begin", p, op, "padded input");
-    r.total = r.pb + r.pe;
-    if (padded < r.eff)
-        fail("filter", op, ": on spatial axis ", p.axis, " the dilated kernel (extent ", r.eff, " = ", p.d, "*(", p.K,
-             "-1)+1) is larger than the padded input (X ", p.X, " + pads_begin ", r.pb, " + pads_end ", r.pe, " = ",
-             padded, ")");
-    r.out = (padded - r.eff) / p.s + 1;
-    r.rule = std::string("F ") + auto_pad_name(ap);
-    r.formula = eff_s + "; Y = floor((X + pb + pe - eff)/s) + 1 = floor((" + num(p.X) + " + " + num(r.pb) + " + " +
-                num(r.pe) + " - " + num(r.eff) + ")/" + num(p.s) + ") + 1 = " + num(r.out);
-    return r;
-}
-
-AxisResolution resolve_transposed_ov(const AxisParams& p, AutoPad ap, std::optional<std::int64_t> requested,
-                                     const std::string& op) {
-    AxisResolution r;
-    r.eff = effective(p, op);
-    r.L = full_length(p, r.eff, op);
-    const std::string L_s = "L = s*(X-1) + eff = " + num(p.s) + "*(" + num(p.X) + "-1) + " + num(r.eff) + " = " + num(r.L);
-    const std::string op_s = num(p.output_padding);
-    if (!requested) {
-        if (ap == AutoPad::Explicit) {
-            r.pb = p.pads_begin;
-            r.pe = p.pads_end;
-            r.total = narrow(wide{r.pb} + r.pe, "pads_end", p, op, "total padding");
-            r.out = narrow(wide{r.L} - r.pb - r.pe + p.output_padding, "output_padding", p, op, "output");
-            r.rule = "T-OV explicit";
-            r.formula = L_s + "; Y = L - pb - pe + output_padding = " + num(r.L) + " - " + num(r.pb) + " - " + num(r.pe) +
-                        " + " + op_s + " = " + num(r.out);
-            if (r.out < 1)
-                fail("pads_begin", op, ": on spatial axis ", p.axis, " the output size ", r.L, " - pads_begin ", r.pb,
-                     " - pads_end ", r.pe, " + output_padding ", p.output_padding, " = ", r.out, " is < 1");
-        } else {
-            r.out = narrow(wide{r.L} + p.output_padding, "output_padding", p, op, "output");
-            r.rule = std::string("T-OV ") + auto_pad_name(ap) + " without output_shape (pads 0)";
-            r.formula = L_s + "; Y = L + output_padding = " + num(r.L) + " + " + op_s + " = " + num(r.out);
-        }
-        return r;
-    }
-    if (*requested > kLengthLimit)
-        fail("output_shape", op, ": output_shape ", *requested, " on spatial axis ", p.axis, " is larger than 2^62");
-    r.out = *requested;
-    const std::string head = L_s + "; Y = output_shape = " + num(r.out);
-    switch (ap) {
-        case AutoPad::SameUpper:
-        case AutoPad::SameLower: {
-            r.total = narrow(std::max<wide>(0, wide{r.L} + p.output_padding - r.out), "output_padding", p, op,
-                             "total padding");
-            // OpenVINO puts the odd unit at the beginning for same_upper here (OPS.md D1).
-            if (ap == AutoPad::SameUpper) { r.pe = r.total / 2; r.pb = r.total - r.pe; }
-            else { r.pb = r.total / 2; r.pe = r.total - r.pb; }
-            r.rule = std::string("T-OV ") + auto_pad_name(ap) + " with output_shape";
-            r.formula = head + "; total = max(0, L + output_padding - Y) = max(0, " + num(r.L) + " + " + op_s + " - " +
-                        num(r.out) + ") = " + num(r.total) + "; pads_begin " + num(r.pb) + ", pads_end " + num(r.pe) +
-                        (ap == AutoPad::SameUpper ? " (odd unit at the beginning, as OpenVINO)" : "");
-            break;
-        }
-        case AutoPad::Explicit:
-            r.pb = p.pads_begin;
-            r.pe = narrow(wide{r.L} + p.output_padding - r.pb - r.out, "pads_begin", p, op, "implied pads_end");
-            r.total = narrow(wide{r.pb} + r.pe, "pads_begin", p, op, "total padding");
-            r.rule = "T-OV explicit with output_shape (pads_end ignored)";
-            r.formula = head + "; pads_begin " + num(r.pb) + "; implied pads_end = L + output_padding - pb - Y = " + num(r.pe);
-            break;
-        case AutoPad::Valid:
-            r.pb = 0;
-            r.pe = narrow(wide{r.L} + p.output_padding - r.out, "output_padding", p, op, "implied pads_end");
-            r.total = r.pe;
-            r.rule = "T-OV valid with output_shape";
-            r.formula = head + "; pads_begin 0; implied pads_end = L + output_padding - Y = " + num(r.pe);
-            break;
-    }
-    if (r.pe < 0) r.formula += " (negative: positions past L are zero)";
-    return r;
-}
-
-AxisResolution resolve_transposed_ct(const AxisParams& p, AutoPad ap, const std::string& op) {
-    AxisResolution r;
-    r.eff = effective(p, op);
-    r.L = full_length(p, r.eff, op);
-    if (ap == AutoPad::Explicit) { r.pb = p.pads_begin; r.pe = p.pads_end; }
-    else if (ap != AutoPad::Valid) same_split(std::max<std::int64_t>(0, r.eff - p.s), ap == AutoPad::SameUpper, r.pb, r.pe);
-    r.total = narrow(wide{r.pb} + r.pe, "pads_end", p, op, "total padding");
-    r.out = narrow(wide{r.L} - r.pb - r.pe + p.output_padding, "output_padding", p, op, "output");
-    r.rule = std::string("T-CT ") + auto_pad_name(ap);
-    r.formula = "L = s*(X-1) + eff = " + num(p.s) + "*(" + num(p.X) + "-1) + " + num(r.eff) + " = " + num(r.L) +
-                (ap == AutoPad::SameUpper || ap == AutoPad::SameLower
-                     ? "; total = max(0, eff - s) = " + num(r.total)
-                     : std::string()) +
-                "; Y = L - pb - pe + output_padding = " + num(r.L) + " - " + num(r.pb) + " - " + num(r.pe) + " + " +
-                num(p.output_padding) + " = " + num(r.out);
-    if (r.out < 1)
-        fail("pads_begin", op, ": on spatial axis ", p.axis, " the output size ", r.L, " - pads_begin ", r.pb,
-             " - pads_end ", r.pe, " + output_padding ", p.output_padding, " = ", r.out, " is < 1");
-    return r;
-}
-
-AxisResolution resolve_backprop_cbd(const AxisParams& p, AutoPad ap, std::int64_t Yo, const std::string& op) {
-    AxisParams fp = p;
-    fp.X = Yo;
-    AxisResolution f;
-    try {
-        f = resolve_forward(fp, ap, op);
-    } catch (const Error& e) {
-        fail("output_shape", op, ": output_shape ", Yo, " on spatial axis ", p.axis,
-             " cannot be the input of the forward convolution: ", e.what());
-    }
-    if (f.out != p.X)
-        fail("output_shape", op, ": output_shape ", Yo, " on spatial axis ", p.axis, " maps to ", f.out,
-             " under the forward convolution (pads ", f.pb, ", ", f.pe, ", stride ", p.s, "), but output_delta has size ",
-             p.X);
-    AxisResolution r = f;
-    r.L = full_length(p, r.eff, op);
-    r.out = Yo;
-    r.rule = std::string("T-CBD ") + auto_pad_name(ap) + " (pads of the forward convolution on Yo)";
-    r.formula = "Yo = output_shape = " + num(Yo) + "; forward on Yo: " + f.formula + " = X " + num(p.X) + " (consistent)";
-    return r;
 }
 
 }  // namespace tg

@@ -1,4 +1,4 @@
-#include "ops/conv_kernels.hpp"
+#include "tapegrad/ops/conv_kernels.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -6,12 +6,12 @@
 #include <cstring>
 #include <vector>
 
-#include "core/blas.hpp"
-#include "core/convert.hpp"
-#include "core/workspace.hpp"
-#include "ops/conv_direct.hpp"
-#include "ops/conv_phases.hpp"
-#include "ops/im2col.hpp"
+#include "tapegrad/core/blas.hpp"
+#include "tapegrad/core/convert.hpp"
+#include "tapegrad/core/workspace.hpp"
+#include "tapegrad/ops/conv_direct.hpp"
+#include "tapegrad/ops/conv_phases.hpp"
+#include "tapegrad/ops/im2col.hpp"
 
 #include <omp.h>
 
@@ -310,6 +310,26 @@ bool writes_all(Kind kind, const ConvGeometry& g) {
     return kind == Kind::Forward || (kind == Kind::Transposed && use_phases(g));
 }
 
+// out[n, c, p] += bias[c] on `images` whole results of C channels and P positions each.
+template <class T>
+void add_bias(T* out, const T* bias, std::int64_t images, std::int64_t C, std::int64_t P, Layout layout) {
+    for (std::int64_t n = 0; n < images; ++n) {
+        T* o = out + n * C * P;
+        if (layout == Layout::NCX) {
+            for (std::int64_t c = 0; c < C; ++c)
+                for (std::int64_t p = 0; p < P; ++p) o[c * P + p] += bias[c];
+        } else {
+            for (std::int64_t p = 0; p < P; ++p)
+                for (std::int64_t c = 0; c < C; ++c) o[p * C + c] += bias[c];
+        }
+    }
+}
+
+// The bias in the compute type (f32 for every float dtype but f64), or undefined.
+Tensor bias_in(const Tensor& bias, DType dt) {
+    return bias.defined() ? bias.to(dt == DType::f64 ? DType::f64 : DType::f32).contiguous() : Tensor();
+}
+
 template <class T>
 void run_roles(Kind kind, const ConvGeometry& g, T* a, T* b, T* out) {
     switch (kind) {
@@ -332,8 +352,9 @@ void from_f32(DType dt, const float* src, std::uint16_t* dst, std::int64_t n) {
 // workspace buffers of about the column budget, so no image-indexed tensor is ever copied
 // whole to f32. The weight (or the weight gradient, accumulated over the chunks in f32) is
 // small and converted once. Every output element is still rounded once.
-Tensor dispatch_16bit(Kind kind, const Tensor& a, const Tensor& b, const ConvGeometry& g, DType dt, const Shape& out_shape) {
-    const Tensor A = a.contiguous(), B = b.contiguous();
+Tensor dispatch_16bit(Kind kind, const Tensor& a, const Tensor& b, const Tensor& bias, const ConvGeometry& g, DType dt,
+                      const Shape& out_shape) {
+    const Tensor A = a.contiguous(), B = b.contiguous(), bc = bias_in(bias, dt);
     Tensor out = Tensor::empty(out_shape, dt);
     // Per-image element counts of the image-indexed operands (0 for the weight).
     const std::int64_t in_img = g.in_numel() * g.G * g.Ig, out_img = g.out_numel() * g.G * g.Og;
@@ -353,24 +374,36 @@ Tensor dispatch_16bit(Kind kind, const Tensor& a, const Tensor& b, const ConvGeo
         if (pb) to_f32(dt, B.data<std::uint16_t>() + n0 * pb, bb.data(), gc.N * pb);
         if (zero_out) std::fill_n(bo.data(), gc.N * po, 0.f);
         run_roles<float>(kind, gc, ba.data(), bb.data(), bo.data());
+        if (bc.defined()) add_bias(bo.data(), bc.data<float>(), gc.N, bc.numel(), po / bc.numel(), g.layout);
         if (po) from_f32(dt, bo.data(), out.data<std::uint16_t>() + n0 * po, gc.N * po);
     }
     if (!po) from_f32(dt, bo.data(), out.data<std::uint16_t>(), out.numel());
     return out;
 }
 
-// Runs `kind` with inputs a, b (roles per Kind) and returns the output, in the inputs' dtype.
-Tensor dispatch(Kind kind, const Tensor& a, const Tensor& b, const ConvGeometry& g, const char* fn) {
-    g.validate();
+// Runs `kind` with inputs a, b (roles per Kind) and returns the output, in the inputs' dtype;
+// a defined `bias` is added to every result channel before the one rounding.
+Tensor dispatch(Kind kind, const Tensor& a, const Tensor& b, const Tensor& bias, const ConvGeometry& g, const char* fn) {
+    g.validate(fn);
     const DType dt = common_dtype(a, b, fn);
     const Shape out_shape = kind == Kind::Forward ? g.out_shape() : kind == Kind::Transposed ? g.in_shape() : g.weight_shape();
-    if (is_16bit(dt)) return dispatch_16bit(kind, a, b, g, dt, out_shape);
-    const Tensor A = a.contiguous(), B = b.contiguous();
+    if (bias.defined()) {
+        const std::int64_t C = kind == Kind::Forward ? g.G * g.Og : g.G * g.Ig;
+        if (bias.shape() != Shape{C})
+            fail("bias", fn, ": bias has shape ", shape_str(bias.shape()), ", the result ", shape_str(out_shape), " has ", C,
+                 " channels");
+        if (!is_float(bias.dtype())) fail("bias", fn, ": bias has dtype ", dtype_name(bias.dtype()), ", a float dtype is needed");
+    }
+    if (is_16bit(dt)) return dispatch_16bit(kind, a, b, bias, g, dt, out_shape);
+    const Tensor A = a.contiguous(), B = b.contiguous(), bc = bias_in(bias, dt);
     Tensor out = writes_all(kind, g) ? Tensor::empty(out_shape, dt) : Tensor::zeros(out_shape, dt);
     if (g.N > 0)
         with_compute_type(dt, [&](auto tag) {
             using T = decltype(tag);
             run_roles<T>(kind, g, const_cast<T*>(A.data<T>()), const_cast<T*>(B.data<T>()), out.data<T>());
+            if (bc.defined())
+                add_bias(out.data<T>(), bc.data<T>(), g.N, bc.numel(), out.numel() / std::max<std::int64_t>(1, g.N * bc.numel()),
+                         g.layout);
         });
     return out;
 }
@@ -386,22 +419,22 @@ std::int64_t conv_workspace_bytes() { return g_workspace; }
 void set_transposed_algo(TransposedAlgo algo) { g_transposed_algo = algo; }
 TransposedAlgo transposed_algo() { return g_transposed_algo; }
 
-Tensor conv_forward(const Tensor& x, const Tensor& W, const ConvGeometry& g) {
+Tensor conv_forward(const Tensor& x, const Tensor& W, const ConvGeometry& g, const Tensor& bias) {
     check_operand(x, g.in_shape(), "data", "conv_forward");
     check_operand(W, g.weight_shape(), "filter", "conv_forward");
-    return dispatch(Kind::Forward, x, W, g, "conv_forward");
+    return dispatch(Kind::Forward, x, W, bias, g, "conv_forward");
 }
 
-Tensor conv_transposed(const Tensor& u, const Tensor& W, const ConvGeometry& g) {
+Tensor conv_transposed(const Tensor& u, const Tensor& W, const ConvGeometry& g, const Tensor& bias) {
     check_operand(u, g.out_shape(), "data", "conv_transposed");
     check_operand(W, g.weight_shape(), "filter", "conv_transposed");
-    return dispatch(Kind::Transposed, u, W, g, "conv_transposed");
+    return dispatch(Kind::Transposed, u, W, bias, g, "conv_transposed");
 }
 
 Tensor conv_weight_grad(const Tensor& x, const Tensor& u, const ConvGeometry& g) {
     check_operand(x, g.in_shape(), "data", "conv_weight_grad");
     check_operand(u, g.out_shape(), "grad_output", "conv_weight_grad");
-    return dispatch(Kind::WeightGrad, x, u, g, "conv_weight_grad");
+    return dispatch(Kind::WeightGrad, x, u, Tensor(), g, "conv_weight_grad");
 }
 
 }  // namespace tg

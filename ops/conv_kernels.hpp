@@ -4,18 +4,19 @@
 //   conv_transposed    CONVT:   o-side u  -> i-side r      (GEMM + col2im)
 //   conv_weight_grad   CONV_BW: (x, u)    -> dW            (im2col + GEMM)
 // Tensors are in the geometry's layout (NCX or NXC) with f64, f32, f16 or bf16 elements;
-// f16/bf16 are widened to f32, computed, and rounded once.
+// f16/bf16 are widened to f32, computed, and rounded once. A defined `bias` (shape [the
+// result's channels], any float dtype) joins the sum before that rounding.
 // The column buffer is tiled over images and positions to stay under a byte budget.
 #pragma once
 #include <cstdint>
 
-#include "core/tensor.hpp"
-#include "ops/conv_geometry.hpp"
+#include "tapegrad/core/tensor.hpp"
+#include "tapegrad/ops/conv_geometry.hpp"
 
 namespace tg {
 
-Tensor conv_forward(const Tensor& x, const Tensor& W, const ConvGeometry& g);
-Tensor conv_transposed(const Tensor& u, const Tensor& W, const ConvGeometry& g);
+Tensor conv_forward(const Tensor& x, const Tensor& W, const ConvGeometry& g, const Tensor& bias = {});
+Tensor conv_transposed(const Tensor& u, const Tensor& W, const ConvGeometry& g, const Tensor& bias = {});
 Tensor conv_weight_grad(const Tensor& x, const Tensor& u, const ConvGeometry& g);
 
 // Upper bound on the kernels' scratch memory (column buffer + staging), in bytes.

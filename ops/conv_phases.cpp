@@ -1,13 +1,13 @@
-#include "ops/conv_phases.hpp"
+#include "tapegrad/ops/conv_phases.hpp"
 
 #include <algorithm>
 #include <cstring>
 #include <vector>
 
-#include "core/blas.hpp"
-#include "core/workspace.hpp"
-#include "ops/conv_axes.hpp"
-#include "ops/conv_kernels.hpp"
+#include "tapegrad/core/blas.hpp"
+#include "tapegrad/core/workspace.hpp"
+#include "tapegrad/ops/conv_axes.hpp"
+#include "tapegrad/ops/conv_kernels.hpp"
 
 #include <omp.h>
 

@@ -12,7 +12,7 @@
 // phase, a correlation with the flipped kernel; for kernel = stride (U-Net k2s2) each
 // phase has one tap and the op is s^D plain GEMMs.
 #pragma once
-#include "ops/conv_geometry.hpp"
+#include "tapegrad/ops/conv_geometry.hpp"
 
 namespace tg {
 

@@ -1,4 +1,4 @@
-#include "ops/conv_reference.hpp"
+#include "tapegrad/ops/conv_reference.hpp"
 
 #include <functional>
 

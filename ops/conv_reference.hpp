@@ -6,8 +6,8 @@
 // Out-of-range reads are zero and out-of-range writes are dropped. Computes in f64 and
 // returns f64, whatever the inputs' dtype.
 #pragma once
-#include "core/tensor.hpp"
-#include "ops/conv_geometry.hpp"
+#include "tapegrad/core/tensor.hpp"
+#include "tapegrad/ops/conv_geometry.hpp"
 
 namespace tg::reference {
 

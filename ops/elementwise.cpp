@@ -1,12 +1,12 @@
-#include "ops/elementwise.hpp"
+#include "tapegrad/ops/elementwise.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <type_traits>
 
-#include "core/simd.hpp"
-#include "ops/elementwise_kernels.hpp"
+#include "tapegrad/core/simd.hpp"
+#include "tapegrad/ops/elementwise_kernels.hpp"
 
 namespace tg {
 

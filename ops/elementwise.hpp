@@ -4,7 +4,7 @@
 #pragma once
 #include <string>
 
-#include "core/tensor.hpp"
+#include "tapegrad/core/tensor.hpp"
 
 namespace tg {
 

@@ -6,7 +6,7 @@
 
 #include <xsimd/xsimd.hpp>
 
-#include "ops/elementwise_kernels.hpp"
+#include "tapegrad/ops/elementwise_kernels.hpp"
 
 // GCC 12's AVX-512 intrinsics seed their pass-through operand with a self-initialised
 // variable (_mm512_undefined_*), which -Wmaybe-uninitialized reports once inlined here

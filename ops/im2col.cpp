@@ -1,8 +1,8 @@
-#include "ops/im2col.hpp"
+#include "tapegrad/ops/im2col.hpp"
 
-#include "core/workspace.hpp"
-#include "ops/conv_axes.hpp"
-#include "ops/vec.hpp"
+#include "tapegrad/core/workspace.hpp"
+#include "tapegrad/ops/conv_axes.hpp"
+#include "tapegrad/ops/vec.hpp"
 
 #include <algorithm>
 #include <cstring>

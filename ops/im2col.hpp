@@ -15,7 +15,7 @@
 #pragma once
 #include <cstdint>
 
-#include "ops/conv_geometry.hpp"
+#include "tapegrad/ops/conv_geometry.hpp"
 
 namespace tg {
 

@@ -1,8 +1,8 @@
-#include "ops/matmul.hpp"
+#include "tapegrad/ops/matmul.hpp"
 
 #include <type_traits>
 
-#include "core/blas.hpp"
+#include "tapegrad/core/blas.hpp"
 
 namespace tg {
 

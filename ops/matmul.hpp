@@ -1,6 +1,6 @@
 // Matrix product for the autograd ops, on tg::gemm.
 #pragma once
-#include "core/tensor.hpp"
+#include "tapegrad/core/tensor.hpp"
 
 namespace tg {
 

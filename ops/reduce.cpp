@@ -1,12 +1,12 @@
-#include "ops/reduce.hpp"
+#include "tapegrad/ops/reduce.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
 
-#include "core/simd.hpp"
-#include "ops/elementwise.hpp"
-#include "ops/reduce_kernels.hpp"
+#include "tapegrad/core/simd.hpp"
+#include "tapegrad/ops/elementwise.hpp"
+#include "tapegrad/ops/reduce_kernels.hpp"
 
 namespace tg {
 

@@ -9,7 +9,7 @@
 #include <immintrin.h>
 #include <xsimd/xsimd.hpp>
 
-#include "ops/reduce_kernels.hpp"
+#include "tapegrad/ops/reduce_kernels.hpp"
 
 // GCC 12's AVX-512 intrinsics seed their pass-through operand with a self-initialised
 // variable (_mm512_undefined_*), which -Wmaybe-uninitialized reports once inlined here

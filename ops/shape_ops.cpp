@@ -1,4 +1,4 @@
-#include "ops/shape_ops.hpp"
+#include "tapegrad/ops/shape_ops.hpp"
 
 #include <cstring>
 

@@ -2,7 +2,7 @@
 #pragma once
 #include <vector>
 
-#include "core/tensor.hpp"
+#include "tapegrad/core/tensor.hpp"
 
 namespace tg {
 

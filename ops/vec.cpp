@@ -1,6 +1,6 @@
-#include "ops/vec.hpp"
+#include "tapegrad/ops/vec.hpp"
 
-#include "core/simd.hpp"
+#include "tapegrad/core/simd.hpp"
 
 namespace tg::vec {
 

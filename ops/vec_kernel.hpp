@@ -5,7 +5,7 @@
 
 #include <xsimd/xsimd.hpp>
 
-#include "ops/vec.hpp"
+#include "tapegrad/ops/vec.hpp"
 
 namespace tg::vec::kernel {
 

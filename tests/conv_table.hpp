@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "ops/conv_geometry.hpp"
+#include "tapegrad/ops/conv_geometry.hpp"
 
 namespace tg::testing {
 
@@ -57,40 +57,31 @@ inline const std::vector<ConvConfig>& conv_table() {
 
 inline std::int64_t effective_extent(const Axis& a) { return a.d * (a.K - 1) + 1; }
 
-inline ConvGeometry base_geometry(const ConvConfig& c, Layout layout) {
-    ConvGeometry g;
-    g.N = c.N;
-    g.G = c.G;
-    g.Ig = c.Ig;
-    g.Og = c.Og;
-    g.layout = layout;
+// The row's settings for the geometry constructors: a forward convolution's input has
+// G·Ig channels, a transposed convolution's input G·Og.
+inline ConvParams conv_params(const ConvConfig& c, Layout layout, bool transposed) {
+    ConvParams p{.N = c.N, .C_in = c.G * (transposed ? c.Og : c.Ig), .C_out = c.G * (transposed ? c.Ig : c.Og),
+                 .groups = c.G, .layout = layout};
     for (const Axis& a : c.axes) {
-        g.kernel.push_back(a.K);
-        g.stride.push_back(a.s);
-        g.dilation.push_back(a.d);
-        g.pad_begin.push_back(a.pb);
+        p.in_size.push_back(a.X);
+        p.kernel.push_back(a.K);
+        p.stride.push_back(a.s);
+        p.dilation.push_back(a.d);
+        p.pads_begin.push_back(a.pb);
+        p.pads_end.push_back(a.pe);
+        if (transposed) p.output_padding.push_back(a.op);
     }
-    return g;
+    return p;
 }
 
 // CONV on an i-side of size X: Y = ⌊(X + pb + pe − eff)/s⌋ + 1.
 inline ConvGeometry forward_geometry(const ConvConfig& c, Layout layout = Layout::NCX) {
-    ConvGeometry g = base_geometry(c, layout);
-    for (const Axis& a : c.axes) {
-        g.in_size.push_back(a.X);
-        g.out_size.push_back((a.X + a.pb + a.pe - effective_extent(a)) / a.s + 1);
-    }
-    return g;
+    return ConvGeometry::forward(conv_params(c, layout, false));
 }
 
 // CONVT from an o-side of size X to Y = s·(X−1) + eff − pb − pe + op.
 inline ConvGeometry transposed_geometry(const ConvConfig& c, Layout layout = Layout::NCX) {
-    ConvGeometry g = base_geometry(c, layout);
-    for (const Axis& a : c.axes) {
-        g.out_size.push_back(a.X);
-        g.in_size.push_back(a.s * (a.X - 1) + effective_extent(a) - a.pb - a.pe + a.op);
-    }
-    return g;
+    return ConvGeometry::transposed(conv_params(c, layout, true));
 }
 
 }  // namespace tg::testing

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "core/tensor.hpp"
-#include "ops/conv_kernels.hpp"
-#include "ops/opset.hpp"
+#include "tapegrad/core/tensor.hpp"
+#include "tapegrad/ops/conv_kernels.hpp"
+#include "tapegrad/spec/opset.hpp"
 
 namespace tg::onednn_test {
 

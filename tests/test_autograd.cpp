@@ -4,8 +4,8 @@
 
 #include <thread>
 
-#include "autograd/ops.hpp"
-#include "autograd/variable.hpp"
+#include "tapegrad/autograd/ops.hpp"
+#include "tapegrad/autograd/variable.hpp"
 
 using namespace tg;
 using namespace tg::ag;

@@ -6,8 +6,8 @@
 #include <cmath>
 #include <random>
 
-#include "autograd/gradcheck.hpp"
-#include "autograd/ops.hpp"
+#include "tapegrad/autograd/gradcheck.hpp"
+#include "tapegrad/autograd/ops.hpp"
 
 using namespace tg;
 using namespace tg::ag;

@@ -10,9 +10,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/npy.hpp"
-#include "core/tensor.hpp"
-#include "tests/support_files.hpp"
+#include "tapegrad/core/npy.hpp"
+#include "tapegrad/core/tensor.hpp"
+#include "support_files.hpp"
 
 using namespace tg;
 using namespace tg::testsov;

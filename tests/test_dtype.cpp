@@ -9,8 +9,8 @@
 #include <limits>
 #include <random>
 
-#include "core/dtype.hpp"
-#include "core/tensor.hpp"
+#include "tapegrad/core/dtype.hpp"
+#include "tapegrad/core/tensor.hpp"
 
 using namespace tg;
 

@@ -5,8 +5,8 @@
 
 #include <algorithm>
 
-#include "core/npy.hpp"
-#include "tests/support_files.hpp"
+#include "tapegrad/core/npy.hpp"
+#include "support_files.hpp"
 
 using namespace tg;
 using namespace tg::testsov;

@@ -32,7 +32,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "core/npy.hpp"
+#include "tapegrad/core/npy.hpp"
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;

@@ -12,12 +12,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "autograd/conv.hpp"
-#include "autograd/gradcheck.hpp"
-#include "autograd/ops.hpp"
-#include "core/npy.hpp"
-#include "ops/conv_kernels.hpp"
-#include "ops/elementwise.hpp"
+#include "tapegrad/autograd/conv.hpp"
+#include "tapegrad/autograd/gradcheck.hpp"
+#include "tapegrad/autograd/ops.hpp"
+#include "tapegrad/core/npy.hpp"
+#include "tapegrad/ops/conv_kernels.hpp"
+#include "tapegrad/ops/elementwise.hpp"
 
 using namespace tg;
 using namespace tg::ag;
@@ -70,19 +70,10 @@ Variable raw_backward_conv(const Variable& x, const Variable& W, const ConvGeome
                   });
 }
 
+// [2, 4, 5, 4] -> [2, 2, 3, 2], groups 2, kernel 3x2, stride (2, 1), dilation (1, 2).
 ConvGeometry small_geometry() {
-    ConvGeometry g;
-    g.N = 2;
-    g.G = 2;
-    g.Ig = 2;
-    g.Og = 1;
-    g.kernel = {3, 2};
-    g.stride = {2, 1};
-    g.dilation = {1, 2};
-    g.pad_begin = {1, 0};
-    g.in_size = {5, 4};
-    g.out_size = {3, 2};
-    return g;
+    return ConvGeometry::forward({.N = 2, .C_in = 4, .C_out = 2, .groups = 2, .in_size = {5, 4}, .kernel = {3, 2},
+                                  .stride = {2, 1}, .dilation = {1, 2}, .pads_begin = {1, 0}, .pads_end = {0, 0}});
 }
 
 const CheckRow& row_of(const CheckReport& r, const std::string& tensor) {

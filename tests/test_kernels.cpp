@@ -12,12 +12,12 @@
 #include <random>
 #include <sstream>
 
-#include "core/blas.hpp"
-#include "core/simd.hpp"
-#include "core/tensor.hpp"
-#include "ops/conv_kernels.hpp"
-#include "ops/conv_reference.hpp"
-#include "tests/conv_table.hpp"
+#include "tapegrad/core/blas.hpp"
+#include "tapegrad/core/simd.hpp"
+#include "tapegrad/core/tensor.hpp"
+#include "tapegrad/ops/conv_kernels.hpp"
+#include "tapegrad/ops/conv_reference.hpp"
+#include "conv_table.hpp"
 
 using namespace tg;
 using tg::testing::ConvConfig;

@@ -6,11 +6,11 @@
 #include <filesystem>
 #include <random>
 
-#include "autograd/ops.hpp"
-#include "nn/checkpoint.hpp"
-#include "nn/module.hpp"
-#include "nn/optim.hpp"
-#include "ops/conv_reference.hpp"
+#include "tapegrad/autograd/ops.hpp"
+#include "tapegrad/nn/checkpoint.hpp"
+#include "tapegrad/nn/module.hpp"
+#include "tapegrad/nn/optim.hpp"
+#include "tapegrad/ops/conv_reference.hpp"
 
 using namespace tg;
 

@@ -5,9 +5,9 @@
 #include <cmath>
 #include <cstring>
 
-#include "core/npy.hpp"
-#include "core/tensor.hpp"
-#include "tests/support_files.hpp"
+#include "tapegrad/core/npy.hpp"
+#include "tapegrad/core/tensor.hpp"
+#include "support_files.hpp"
 
 using namespace tg;
 using tg::testsov::le;

@@ -1,5 +1,5 @@
 // The oneDNN Graph opset (OPS.md sections 3 to 6 and 11) through resolve_op / run_op /
-// run_op_backward: attribute sets, defaults and format values, channel checks, output_shape,
+// run_op_with_grads: attribute sets, defaults and format values, channel checks, output_shape,
 // rules T-CT and T-CBD, every layout x weight format x groups combination against the
 // direct-loop reference and the OpenVINO ops, the equivalences of section 6, and gradients
 // against central differences. The tensors are permuted and re-laid by hand here
@@ -11,9 +11,9 @@
 #include <map>
 #include <sstream>
 
-#include "ops/conv_reference.hpp"
-#include "tests/conv_table.hpp"
-#include "tests/onednn_helpers.hpp"
+#include "tapegrad/ops/conv_reference.hpp"
+#include "conv_table.hpp"
+#include "onednn_helpers.hpp"
 
 using namespace tg;
 using namespace tg::onednn_test;
@@ -114,20 +114,13 @@ Tensor numeric_grad(const ResolvedOp& r, std::vector<Tensor> in, const Tensor& d
     return Tensor::from(orig.shape(), g);
 }
 
+// The geometry on one spatial axis between an i-side of size `in` and an o-side of size
+// `out`, kernel K, stride s, begin pad pb (the end pad is whatever the sizes imply).
 ConvGeometry geom_1d(std::int64_t N, std::int64_t G, std::int64_t Ig, std::int64_t Og, std::int64_t K, std::int64_t in,
                      std::int64_t out, std::int64_t s = 1, std::int64_t pb = 0) {
-    ConvGeometry g;
-    g.N = N;
-    g.G = G;
-    g.Ig = Ig;
-    g.Og = Og;
-    g.kernel = {K};
-    g.stride = {s};
-    g.dilation = {1};
-    g.pad_begin = {pb};
-    g.in_size = {in};
-    g.out_size = {out};
-    return g;
+    return ConvGeometry::transposed_to({.N = N, .C_in = G * Og, .C_out = G * Ig, .groups = G, .in_size = {out}, .kernel = {K},
+                                        .stride = {s}, .pads_begin = {pb}},
+                                       {in});
 }
 
 }  // namespace
@@ -638,7 +631,7 @@ TEST_CASE("oneDNN ops on every table row: both layouts, both formats, groups, vs
                         CHECK(max_abs_diff(to_ncx(y, l), want) <= kTol);
                         if (!bias.defined()) CHECK(max_abs_diff(to_ncx(y, l), ov) <= kTol);
 
-                        const std::vector<Tensor> grads = run_op_backward(r, in, to_layout(dy, l));
+                        const std::vector<Tensor> grads = run_op_with_grads(r, in, to_layout(dy, l)).grads;
                         REQUIRE(grads.size() == in.size());
                         CHECK(max_abs_diff(to_ncx(grads[0], l), ref_dx) <= kTol);
                         CHECK(grads[1].shape() == in[1].shape());
@@ -817,7 +810,7 @@ TEST_CASE("ConvolutionBackpropData is the exact data gradient of oneDNN Convolut
                     const ResolvedOp conv =
                         resolve_op("onednn", "Convolution", set_attr(a, "weights_format", f ? "XIO" : "OIX"), {x, w});
                     const Tensor dy = random_tensor(conv.result_shape, rng);
-                    const std::vector<Tensor> g = run_op_backward(conv, {x, w}, dy);
+                    const std::vector<Tensor> g = run_op_with_grads(conv, {x, w}, dy).grads;
                     const Tensor cbd = run("onednn", "ConvolutionBackpropData", set_attr(a, "filter_format", f ? "XIO" : "OIX"),
                                            {dy, w, shape_input(x.shape())});
                     CHECK(max_abs_diff(g[0], cbd) == 0);
@@ -843,7 +836,7 @@ TEST_CASE("ConvTransposeBackwardData is the data gradient of ConvTranspose when 
                     a["weights_format"] = std::string(f ? "XOI" : "IOX");
                     const ResolvedOp ct = resolve_op("onednn", "ConvTranspose", a, {src, w});
                     const Tensor dy = random_tensor(ct.result_shape, rng);
-                    const std::vector<Tensor> g = run_op_backward(ct, {src, w}, dy);
+                    const std::vector<Tensor> g = run_op_with_grads(ct, {src, w}, dy).grads;
                     const Tensor ctbd = run("onednn", "ConvTransposeBackwardData", a, {dy, w});
                     CHECK(max_abs_diff(g[0], ctbd) == 0);
                     CHECK(std::fabs(dot(run_op(ct, {src, w}), dy) - dot(src, ctbd)) <= kTol * 100);
@@ -916,7 +909,7 @@ TEST_CASE("oneDNN op gradients match central differences in f64, both layouts, e
                         if (o.has_bias) in.push_back(random_tensor({C_out}, rng));
                         const ResolvedOp r = resolve_op("onednn", o.name, a, in);
                         const Tensor dy = random_tensor(r.result_shape, rng);
-                        const std::vector<Tensor> g = run_op_backward(r, in, dy);
+                        const std::vector<Tensor> g = run_op_with_grads(r, in, dy).grads;
                         REQUIRE(g.size() == in.size());
                         for (std::size_t k = 0; k < in.size(); ++k) {
                             if (!is_float(in[k].dtype())) {
@@ -953,7 +946,7 @@ TEST_CASE("oneDNN ops with N = 0: empty results and gradients of the right shape
             const Tensor y = run_op(r, in);
             CHECK(y.shape() == r.result_shape);
             CHECK(y.numel() == 0);
-            const std::vector<Tensor> g = run_op_backward(r, in, Tensor::zeros(r.result_shape, DType::f64));
+            const std::vector<Tensor> g = run_op_with_grads(r, in, Tensor::zeros(r.result_shape, DType::f64)).grads;
             CHECK(g[0].shape() == in[0].shape());
             // No images: the filter and bias gradients are sums over nothing.
             CHECK(g[1].shape() == in[1].shape());

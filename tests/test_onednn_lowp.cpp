@@ -11,8 +11,8 @@
 
 #include <cstring>
 
-#include "ops/conv_reference.hpp"
-#include "tests/onednn_helpers.hpp"
+#include "tapegrad/ops/conv_reference.hpp"
+#include "onednn_helpers.hpp"
 
 using namespace tg;
 using namespace tg::onednn_test;
@@ -89,8 +89,8 @@ TEST_CASE("a 16-bit run is the f32 computation on the same inputs, rounded once 
                     const Tensor y16 = run_op(c.r, in16);
                     CHECK(y16.dtype() == dt);
                     CHECK(same_bits(y16, run_op(c.r, in32).to(dt)));
-                    const std::vector<Tensor> g16 = run_op_backward(c.r, in16, c.dy.to(dt));
-                    const std::vector<Tensor> g32 = run_op_backward(c.r, in32, c.dy.to(DType::f32));
+                    const std::vector<Tensor> g16 = run_op_with_grads(c.r, in16, c.dy.to(dt)).grads;
+                    const std::vector<Tensor> g32 = run_op_with_grads(c.r, in32, c.dy.to(DType::f32)).grads;
                     for (std::size_t k = 0; k < g16.size(); ++k) {
                         INFO("gradient " << k);
                         if (!g16[k].defined()) continue;

@@ -9,9 +9,9 @@
 #include <sstream>
 #include <vector>
 
-#include "core/blas.hpp"
-#include "core/simd.hpp"
-#include "ops/vec.hpp"
+#include "tapegrad/core/blas.hpp"
+#include "tapegrad/core/simd.hpp"
+#include "tapegrad/ops/vec.hpp"
 
 using namespace tg;
 

@@ -20,14 +20,14 @@
 #include <string>
 #include <vector>
 
-#include "core/convert.hpp"
-#include "core/dtype.hpp"
-#include "core/simd.hpp"
-#include "core/tensor.hpp"
-#include "ops/elementwise.hpp"
-#include "ops/elementwise_kernels.hpp"
-#include "ops/reduce.hpp"
-#include "ops/reduce_kernels.hpp"
+#include "tapegrad/core/convert.hpp"
+#include "tapegrad/core/dtype.hpp"
+#include "tapegrad/core/simd.hpp"
+#include "tapegrad/core/tensor.hpp"
+#include "tapegrad/ops/elementwise.hpp"
+#include "tapegrad/ops/elementwise_kernels.hpp"
+#include "tapegrad/ops/reduce.hpp"
+#include "tapegrad/ops/reduce_kernels.hpp"
 
 using namespace tg;
 

@@ -1,13 +1,13 @@
 // Every number of the worked examples in OPS.md section 10, through the op table
-// (resolve_op / run_op / run_op_backward). The expected values are the hand-computed ones
+// (resolve_op / run_op / run_op_with_grads). The expected values are the hand-computed ones
 // printed in OPS.md, so these tests pin the padding rules of both opsets, not just the
 // kernels. All values are small integers: comparisons are exact.
 #include <catch2/catch.hpp>
 
 #include <optional>
 
-#include "core/tensor.hpp"
-#include "ops/opset.hpp"
+#include "tapegrad/core/tensor.hpp"
+#include "tapegrad/spec/opset.hpp"
 
 using namespace tg;
 
@@ -80,7 +80,7 @@ TEST_CASE("OPS.md Example 1: OV ConvolutionBackpropData, stride 2, asymmetric pa
         const Attrs attrs{{"strides", IntList{2}}, {"pads_begin", IntList{1}}, {"pads_end", IntList{1}},
                           {"output_padding", IntList{0}}};
         const ResolvedOp r = resolve_op("openvino", "ConvolutionBackpropData", attrs, in);
-        const std::vector<Tensor> g = run_op_backward(r, in, Tensor::from({1, 1, 5}, {1, 0, 0, 0, 1}));
+        const std::vector<Tensor> g = run_op_with_grads(r, in, Tensor::from({1, 1, 5}, {1, 0, 0, 0, 1})).grads;
         REQUIRE(g.size() == 2);
         check_values(g[0], {1, 1, 3}, {2, 0, 2});
         check_values(g[1], {1, 1, 3}, {0, 4, 0});
@@ -184,7 +184,7 @@ TEST_CASE("OPS.md Example 3: Convolution with SAME and an odd total, gradients, 
         CHECK(rl.op.axes[0].pe == 0);
         check_values(rl.result, {1, 1, 2}, {-2, -2});
 
-        const std::vector<Tensor> g = run_op_backward(ru.op, in, Tensor::from({1, 1, 2}, {1, 1}));
+        const std::vector<Tensor> g = run_op_with_grads(ru.op, in, Tensor::from({1, 1, 2}, {1, 1})).grads;
         REQUIRE(g.size() == 2);
         check_values(g[0], {1, 1, 4}, {1, 0, 0, 0});
         check_values(g[1], {1, 1, 3}, {4, 6, 3});
@@ -245,7 +245,7 @@ TEST_CASE("OPS.md Example 4: oneDNN ConvTranspose NXC groups 2 and its adjoint o
         d.erase("data_format");  // NXC is the default too
         check_values(run("onednn", "ConvTranspose", d, {src, xoi}).result, {1, 3, 2}, dst);
         // Its data gradient is ConvTransposeBackwardData applied to dy.
-        const std::vector<Tensor> g = run_op_backward(r.op, {src, iox}, diff_dst);
+        const std::vector<Tensor> g = run_op_with_grads(r.op, {src, iox}, diff_dst).grads;
         check_values(g[0], {1, 2, 2}, diff_src);
     }
     SECTION("ConvTransposeBackwardData with the same weights") {

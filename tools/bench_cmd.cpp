@@ -30,10 +30,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/blas.hpp"
-#include "core/workspace.hpp"
-#include "ops/conv_kernels.hpp"
-#include "tools/case_file.hpp"
+#include "tapegrad/core/blas.hpp"
+#include "tapegrad/core/workspace.hpp"
+#include "tapegrad/ops/conv_kernels.hpp"
+#include "tapegrad/spec/case_file.hpp"
 
 namespace tg {
 
@@ -204,33 +204,11 @@ BenchShape read_shape(const json& s, std::size_t index, const Options& o) {
     }
     if (s.contains("note") && !s["note"].is_string()) fail("note", "shape '", name, "': key 'note' must be a string");
 
-    ConvGeometry& g = b.g;
-    g.N = o.batch > 0 ? o.batch : N;
-    g.G = G;
-    g.Og = b.C_in / G;
-    g.Ig = b.C_out / G;
-    g.kernel = b.kernel;
-    g.stride = st;
-    g.dilation = dil;
-    g.pad_begin = pb;
-    g.out_size = b.input;
-    g.layout = o.layout.value_or(layout);
-    for (std::size_t a = 0; a < D; ++a) {
-        // s·(in−1) + d·(K−1) + 1 − pb − pe + output_padding, in 128 bits (every term < 2^62).
-        const __int128 len = static_cast<__int128>(st[a]) * (b.input[a] - 1) +
-                             static_cast<__int128>(dil[a]) * (b.kernel[a] - 1) + 1 - pb[a] - pe[a] + op[a];
-        if (len < 1)
-            fail("pads_begin/pads_end", "shape '", name, "': the output on spatial axis ", a,
-                 " would have length ", static_cast<long long>(len), " (pads_begin + pads_end too large)");
-        if (len > static_cast<__int128>(std::int64_t{1} << 62))
-            fail("input", "shape '", name, "': the output on spatial axis ", a, " would be longer than 2^62");
-        g.in_size.push_back(static_cast<std::int64_t>(len));
-    }
-    try {
-        g.validate();
-    } catch (const Error& e) {
-        fail(e.key(), "shape '", name, "': ", e.what());
-    }
+    const ConvParams p{.N = o.batch > 0 ? o.batch : N, .C_in = b.C_in, .C_out = b.C_out, .groups = G, .in_size = b.input,
+                       .kernel = b.kernel, .stride = st, .dilation = dil, .pads_begin = pb, .pads_end = pe,
+                       .output_padding = op, .layout = o.layout.value_or(layout)};
+    b.g = ConvGeometry::transposed(p, "shape '" + name + "'");
+    const ConvGeometry& g = b.g;
     const char* what[] = {"the input", "the filter", "the output"};
     const Shape shapes[] = {g.out_shape(), g.weight_shape(), g.in_shape()};
     const char* keys[] = {"input", "kernel", "input"};

@@ -7,9 +7,9 @@
 #include <random>
 #include <string>
 
-#include "autograd/conv.hpp"
-#include "autograd/gradcheck.hpp"
-#include "tools/case_file.hpp"
+#include "tapegrad/autograd/conv.hpp"
+#include "tapegrad/autograd/gradcheck.hpp"
+#include "tapegrad/spec/case_file.hpp"
 
 namespace tg {
 
@@ -43,7 +43,7 @@ int cmd_gradcheck(const std::string& path) {
         x.push_back(is_float(t.dtype()) ? uniform(t.shape(), rng) : t);
         names.push_back(ii == r.data_input ? "data" : ii == r.filter_input ? "filter" : ii == r.bias_input ? "bias" : "output_shape");
     }
-    const ag::Function f = [&r](const std::vector<ag::Variable>& v) { return ag::spec_op(r, v); };
+    const ag::Function f = [&r](const std::vector<ag::Variable>& v) { return tg::spec_op(r, v); };
 
     ag::CheckOptions opt;
     opt.names = names;

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "core/npy.hpp"
-#include "ops/opset.hpp"
-#include "tools/case_file.hpp"
+#include "tapegrad/core/npy.hpp"
+#include "tapegrad/spec/opset.hpp"
+#include "tapegrad/spec/case_file.hpp"
 
 namespace tg {
 
@@ -53,19 +53,22 @@ int cmd_run(const std::string& path) {
     check_result_size(r, c, dt);
 
     std::vector<std::pair<std::string, Tensor>> files;
-    files.emplace_back(c.output, run_op(r, in));
-    if (c.grad_output) {
+    if (!c.grad_output) {
+        files.emplace_back(c.output, run_op(r, in));
+    } else {
         Tensor dy = read_npy(*c.grad_output, "grad_output");
         if (!is_float(dy.dtype())) fail("grad_output", "grad_output has dtype ", dtype_name(dy.dtype()), ", must be float");
         if (dy.shape() != r.result_shape)
             fail("grad_output", r.name, ": grad_output has shape ", shape_str(dy.shape()), " but the result has shape ",
                  shape_str(r.result_shape));
-        const std::vector<Tensor> grads = run_op_backward(r, in, dy.to(dt));
+        // One pass through the tape: the op, then backward from dy.
+        OpRun run = run_op_with_grads(r, in, dy.to(dt));
+        files.emplace_back(c.output, std::move(run.result));
         for (std::size_t i = 0; i < c.grad_inputs.size(); ++i) {
             if (!c.grad_inputs[i]) continue;
-            if (!grads[i].defined())
+            if (!run.grads[i].defined())
                 fail("grad_inputs", "grad_inputs[", i, "] must be null: input ", i, " (an integer shape) has no gradient");
-            files.emplace_back(*c.grad_inputs[i], grads[i]);
+            files.emplace_back(*c.grad_inputs[i], std::move(run.grads[i]));
         }
     }
     // Write everything, or nothing: undo the files already written if a later one fails.

@@ -1,5 +1,5 @@
 // The OpenVINO and oneDNN Graph convolution ops, mapped onto the one ConvGeometry through
-// one table (OPS.md sections 3 to 6). Spec names, layouts, formats and defaults live here
+// one table (docs/ops.md). Spec names, layouts, formats and defaults live here
 // and nowhere else: the kernels only see canonical geometry and weights.
 #pragma once
 #include <cstdint>
@@ -8,8 +8,10 @@
 #include <variant>
 #include <vector>
 
-#include "core/tensor.hpp"
-#include "ops/conv_geometry.hpp"
+#include "tapegrad/autograd/variable.hpp"
+#include "tapegrad/core/tensor.hpp"
+#include "tapegrad/ops/conv_geometry.hpp"
+#include "tapegrad/spec/padding.hpp"
 
 namespace tg {
 
@@ -44,11 +46,22 @@ struct ResolvedOp {
 ResolvedOp resolve_op(const std::string& opset, const std::string& op, const Attrs& attrs,
                       const std::vector<Tensor>& inputs);
 
-// The op's result for float inputs of one dtype (output_shape inputs are ignored here).
+// The op on the tape, with `inputs` in spec order (data, filter, then output_shape or bias).
+// The stored filter is relaid to the canonical W by differentiable permute and reshape, so
+// the filter gradient comes back in the op's own layout; a bias is fused into the conv op
+// (one rounding in f16/bf16); output_shape gets no gradient.
+ag::Variable spec_op(const ResolvedOp& r, const std::vector<ag::Variable>& inputs);
+
+// The op's result for float inputs of one dtype: spec_op with grad mode off.
 Tensor run_op(const ResolvedOp& r, const std::vector<Tensor>& inputs);
 
-// Gradients of ⟨result, dy⟩ with respect to each input (undefined for integer inputs).
-std::vector<Tensor> run_op_backward(const ResolvedOp& r, const std::vector<Tensor>& inputs, const Tensor& dy);
+// The result and the gradients of ⟨result, dy⟩ with respect to each input (undefined for
+// the integer output_shape input), through the tape: spec_op, then backward.
+struct OpRun {
+    Tensor result;
+    std::vector<Tensor> grads;
+};
+OpRun run_op_with_grads(const ResolvedOp& r, const std::vector<Tensor>& inputs, const Tensor& dy);
 
 // Names of the ops of an opset, for messages and help.
 std::vector<std::string> op_names(const std::string& opset);

@@ -6,8 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/tensor.hpp"
-#include "ops/opset.hpp"
+#include "tapegrad/core/tensor.hpp"
+#include "tapegrad/spec/opset.hpp"
 
 namespace tg {
 

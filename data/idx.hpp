@@ -3,7 +3,7 @@
 #pragma once
 #include <string>
 
-#include "core/tensor.hpp"
+#include "tapegrad/core/tensor.hpp"
 
 namespace tg {
 

@@ -1,4 +1,4 @@
-#include "nn/idx.hpp"
+#include "tapegrad/data/idx.hpp"
 
 #include <zlib.h>
 

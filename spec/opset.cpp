@@ -1,11 +1,12 @@
-#include "ops/opset.hpp"
+#include "tapegrad/spec/opset.hpp"
 
 #include <algorithm>
 #include <cctype>
 #include <optional>
 #include <type_traits>
 
-#include "ops/conv_kernels.hpp"
+#include "tapegrad/autograd/conv.hpp"
+#include "tapegrad/autograd/ops.hpp"
 
 namespace tg {
 
@@ -379,23 +380,23 @@ ResolvedOp resolve_op(const std::string& opset, const std::string& op_name, cons
         r.axes[a] = ar;
     }
 
-    ConvGeometry& g = r.geom;
-    g.N = N;
-    g.G = G;
-    g.Og = Adim / G;
-    g.Ig = Bdim;
-    g.kernel = K;
-    g.stride = strides;
-    g.dilation = dilations;
-    g.layout = layout;
-    for (const AxisResolution& ar : r.axes) g.pad_begin.push_back(ar.pb);
-    if (spec->comp == Computation::Conv) { g.in_size = X; g.out_size = result_spatial; }
-    else { g.in_size = result_spatial; g.out_size = X; }
     // The result is the only tensor not yet allocated: name an overflow of its size after
-    // what set it, before validate() calls it by its geometry side ("data" for CONVT).
+    // what set it, before the geometry calls it by its geometry side ("data" for CONVT).
     r.result_shape = layout_shape(layout, N, result_C, result_spatial);
     shape_numel(r.result_shape, out_shape ? "output_shape" : "output");
-    g.validate();
+    ConvParams cp{.N = N, .C_in = C, .C_out = result_C, .groups = G, .in_size = X, .kernel = K, .stride = strides,
+                  .dilation = dilations, .pads_begin = {}, .pads_end = {}, .output_padding = {}, .layout = layout};
+    for (const AxisResolution& ar : r.axes) {
+        cp.pads_begin.push_back(ar.pb);
+        cp.pads_end.push_back(ar.pe);
+    }
+    if (spec->comp == Computation::Conv) {
+        r.geom = ConvGeometry::forward(cp, op);
+    } else {
+        // Every transposed rule resolves to (pb, Y); the end padding follows from them.
+        cp.pads_end.clear();
+        r.geom = ConvGeometry::transposed_to(cp, result_spatial, op);
+    }
     return r;
 }
 
@@ -413,82 +414,51 @@ Tensor ResolvedOp::stored_filter(const Tensor& W, const Shape& stored_shape) con
     return W.reshape(cf).permute(inv).contiguous();
 }
 
-namespace {
-
-// Adds bias[c] to every element of channel c of y (in the result's layout), in place. T is
-// y's element type: the compute type, so a 16-bit result is still unrounded here.
-template <class T>
-void add_bias(Tensor& y, const Tensor& bias, Layout layout) {
-    const Tensor b = bias.to(y.dtype()).contiguous();
-    const T* bv = b.data<T>();
-    T* yv = y.data<T>();
-    const std::int64_t C = b.numel(), N = y.shape()[0];
-    const std::int64_t P = N == 0 ? 0 : y.numel() / (N * C);
-    for (std::int64_t n = 0; n < N; ++n)
-        for (std::int64_t c = 0; c < C; ++c)
-            for (std::int64_t p = 0; p < P; ++p) yv[layout == Layout::NCX ? (n * C + c) * P + p : (n * P + p) * C + c] += bv[c];
+ag::Variable spec_op(const ResolvedOp& r, const std::vector<ag::Variable>& inputs) {
+    const std::size_t need = static_cast<std::size_t>(std::max({r.data_input, r.filter_input, r.bias_input})) + 1;
+    if (inputs.size() < need) fail("inputs", r.name, ": ", inputs.size(), " inputs, expects at least ", need);
+    const ag::Variable& x = inputs[static_cast<std::size_t>(r.data_input)];
+    const ag::Variable& filter = inputs[static_cast<std::size_t>(r.filter_input)];
+    const ag::Variable f = r.filter_perm.empty() ? filter : ag::permute(filter, r.filter_perm);
+    const ag::Variable W = ag::reshape(f, r.geom.weight_shape());
+    const ag::Variable b = r.has_bias ? inputs[static_cast<std::size_t>(r.bias_input)] : ag::Variable();
+    return r.comp == Computation::Conv ? ag::conv(x, W, r.geom, b) : ag::conv_transpose(x, W, r.geom, b);
 }
-
-// Σ over n and positions of dy[n, c, ·], accumulated in the compute type T (f32 for every
-// float dtype but f64, as in the kernels) and rounded once to `dt`.
-template <class T>
-Tensor bias_grad(const Tensor& dy, std::int64_t C, Layout layout, DType dt) {
-    const Tensor d = dy.to(std::is_same_v<T, double> ? DType::f64 : DType::f32).contiguous();
-    const T* v = d.data<T>();
-    const std::int64_t N = dy.shape()[0];
-    const std::int64_t P = N == 0 ? 0 : d.numel() / (N * C);
-    Tensor g = Tensor::zeros({C}, d.dtype());
-    T* gv = g.data<T>();
-    for (std::int64_t n = 0; n < N; ++n)
-        for (std::int64_t c = 0; c < C; ++c)
-            for (std::int64_t p = 0; p < P; ++p) gv[c] += v[layout == Layout::NCX ? (n * C + c) * P + p : (n * P + p) * C + c];
-    return g.to(dt);
-}
-
-}  // namespace
 
 Tensor run_op(const ResolvedOp& r, const std::vector<Tensor>& inputs) {
-    const Tensor& x = inputs[static_cast<std::size_t>(r.data_input)];
-    const DType dt = x.dtype();
-    // The kernels widen 16-bit operands to f32 and round their result once. With a bias the
-    // widening happens here instead, so the bias joins the f32 sum before that one rounding.
-    const DType ct = r.has_bias && is_16bit(dt) ? DType::f32 : dt;
-    const Tensor W = r.canonical_filter(inputs[static_cast<std::size_t>(r.filter_input)]).to(ct);
-    const Tensor xc = x.to(ct);
-    Tensor y = r.comp == Computation::Conv ? conv_forward(xc, W, r.geom) : conv_transposed(xc, W, r.geom);
-    if (r.has_bias) {
-        const Tensor& b = inputs[static_cast<std::size_t>(r.bias_input)];
-        if (ct == DType::f64) add_bias<double>(y, b, r.geom.layout);
-        else add_bias<float>(y, b, r.geom.layout);
-    }
-    return y.to(dt);
+    ag::NoGradGuard no_grad;
+    std::vector<ag::Variable> in;
+    for (const Tensor& t : inputs) in.emplace_back(t);
+    return spec_op(r, in).value();
 }
 
-std::vector<Tensor> run_op_backward(const ResolvedOp& r, const std::vector<Tensor>& inputs, const Tensor& dy) {
+OpRun run_op_with_grads(const ResolvedOp& r, const std::vector<Tensor>& inputs, const Tensor& dy) {
     if (dy.shape() != r.result_shape)
         fail("grad_output", r.name, ": grad_output has shape ", shape_str(dy.shape()), ", the result has shape ",
              shape_str(r.result_shape));
-    const Tensor& filter = inputs[static_cast<std::size_t>(r.filter_input)];
-    const Tensor W = r.canonical_filter(filter);
-    const Tensor& x = inputs[static_cast<std::size_t>(r.data_input)];
-    const Tensor g = dy.to(x.dtype());
-    std::vector<Tensor> grads(inputs.size());
-    Tensor dW;
-    if (r.comp == Computation::Conv) {
-        grads[static_cast<std::size_t>(r.data_input)] = conv_transposed(g, W, r.geom);
-        dW = conv_weight_grad(x, g, r.geom);
-    } else {
-        grads[static_cast<std::size_t>(r.data_input)] = conv_forward(g, W, r.geom);
-        dW = conv_weight_grad(g, x, r.geom);
+    ag::GradModeGuard grad_mode(true);
+    std::vector<ag::Variable> in, wrt;
+    std::vector<int> slot(inputs.size(), -1);
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+        // output_shape (an integer input) has no gradient.
+        const bool diff = is_float(inputs[i].dtype());
+        in.emplace_back(inputs[i], diff);
+        if (diff) {
+            slot[i] = static_cast<int>(wrt.size());
+            wrt.push_back(in.back());
+        }
     }
-    grads[static_cast<std::size_t>(r.filter_input)] = r.stored_filter(dW, filter.shape());
-    if (r.has_bias) {
-        const std::int64_t C = r.geom.layout == Layout::NCX ? r.result_shape[1] : r.result_shape.back();
-        const DType bt = inputs[static_cast<std::size_t>(r.bias_input)].dtype();
-        grads[static_cast<std::size_t>(r.bias_input)] =
-            x.dtype() == DType::f64 ? bias_grad<double>(g, C, r.geom.layout, bt) : bias_grad<float>(g, C, r.geom.layout, bt);
-    }
-    return grads;
+    OpRun run;
+    const ag::Variable y = spec_op(r, in);
+    run.result = y.value();
+    const std::vector<ag::Variable> g = ag::grad({y}, wrt, {ag::constant(dy.to(y.dtype()))});
+    run.grads.resize(inputs.size());
+    for (std::size_t i = 0; i < inputs.size(); ++i)
+        if (slot[i] >= 0) {
+            const ag::Variable& gi = g[static_cast<std::size_t>(slot[i])];
+            run.grads[i] = gi.defined() ? gi.value() : Tensor::zeros(inputs[i].shape(), inputs[i].dtype());
+        }
+    return run;
 }
 
 }  // namespace tg

@@ -1,4 +1,4 @@
-#include "nn/image.hpp"
+#include "tapegrad/data/image.hpp"
 
 #include <png.h>
 

@@ -1,4 +1,4 @@
-#include "tools/case_file.hpp"
+#include "tapegrad/spec/case_file.hpp"
 
 #include <fstream>
 #include <sstream>
@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <sys/stat.h>
 
-#include "core/npy.hpp"
+#include "tapegrad/core/npy.hpp"
 
 namespace tg {
 

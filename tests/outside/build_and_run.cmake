@@ -1,0 +1,15 @@
+# cmake -DSOURCE=dir -DBINARY=dir -DARGS=list -P build_and_run.cmake
+# Configures, builds and runs the outside project's `app`, failing on any step.
+file(REMOVE_RECURSE ${BINARY})
+execute_process(COMMAND ${CMAKE_COMMAND} -S ${SOURCE} -B ${BINARY} ${ARGS} RESULT_VARIABLE rc)
+if(rc)
+  message(FATAL_ERROR "configuring ${SOURCE} failed")
+endif()
+execute_process(COMMAND ${CMAKE_COMMAND} --build ${BINARY} -j2 --target app RESULT_VARIABLE rc)
+if(rc)
+  message(FATAL_ERROR "building ${SOURCE} failed")
+endif()
+execute_process(COMMAND ${BINARY}/app RESULT_VARIABLE rc)
+if(rc)
+  message(FATAL_ERROR "running ${BINARY}/app failed: ${rc}")
+endif()

@@ -1,0 +1,1 @@
+#error "the user folder core/ must not shadow tapegrad headers"
