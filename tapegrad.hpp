@@ -3,7 +3,9 @@
 // The parts: <tapegrad/core/tensor.hpp> (Tensor, dtypes), <tapegrad/autograd/...> (the tape,
 // differentiable ops, the conv family, gradcheck), <tapegrad/nn/...> (layers, optimizers,
 // checkpoints). The spec op table (<tapegrad/spec/opset.hpp>, tapegrad::spec) and dataset /
-// picture I/O (<tapegrad/data/...>, tapegrad::data) are separate libraries.
+// picture I/O (<tapegrad/data/...>, tapegrad::data) are separate libraries. Optional headers:
+// <tapegrad/core/xtensor.hpp> (zero-copy xtensor views; needs xtensor) and
+// <tapegrad/autograd/catch_matchers.hpp> (Catch2 matchers over the gradient checks).
 #pragma once
 
 #include "tapegrad/core/blas.hpp"
