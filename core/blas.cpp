@@ -39,8 +39,10 @@ int initial_threads() {
 
 // One thread pool: OpenBLAS always runs single-threaded, and tapegrad's OpenMP team
 // splits the work (two pools that both spin wreck the 2-core case; see bench/PEERS.md).
-int& thread_setting() {
-    static int n = [] {
+// Atomic: another thread may change the setting while a kernel runs; each kernel call
+// reads it once (team_size) and keeps that team for the whole call.
+std::atomic<int>& thread_setting() {
+    static std::atomic<int> n = [] {
         openblas_set_num_threads(1);
         return initial_threads();
     }();
@@ -140,17 +142,22 @@ void set_num_threads(int n) {
     thread_setting() = n;
 }
 
-int num_threads() { return thread_setting(); }
+int num_threads() { return thread_setting().load(std::memory_order_relaxed); }
 
 namespace {
 std::atomic<bool> g_force_teams{false};
-}
+std::atomic<std::uint64_t> g_teams{0};
+}  // namespace
 
 void force_thread_teams(bool on) { g_force_teams = on; }
 
 int team_size(double work, double min_work) {
-    return work < min_work && !g_force_teams.load(std::memory_order_relaxed) ? 1 : thread_setting();
+    const int n = work < min_work && !g_force_teams.load(std::memory_order_relaxed) ? 1 : num_threads();
+    if (n > 1) g_teams.fetch_add(1, std::memory_order_relaxed);
+    return n;
 }
+
+std::uint64_t teams_started() { return g_teams.load(std::memory_order_relaxed); }
 
 template <>
 void gemm<float>(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,

@@ -38,8 +38,9 @@ void gemm_from(bool trans_a, std::int64_t M, std::int64_t N, std::int64_t K, T a
                const PanelSource<T>& b, T beta, T* C, std::int64_t ldc);
 
 // Threads used by GEMM and by tapegrad's loops (at least 1): one OpenMP team; OpenBLAS
-// itself stays single-threaded. Defaults to the core count,
-// or TAPEGRAD_NUM_THREADS when set.
+// itself stays single-threaded. Defaults to the core count, or TAPEGRAD_NUM_THREADS when
+// set. Safe to change while other threads compute: a running kernel call keeps the team
+// it started with, the next call uses the new count.
 void set_num_threads(int n);
 int num_threads();
 
@@ -47,6 +48,10 @@ int num_threads();
 // `min_work` units on (below it: 1 thread, since a fork, barriers and a descheduled thread
 // on a busy machine cost more than they save).
 int team_size(double work, double min_work);
+
+// How many times team_size has handed out a team of more than one thread since the start
+// (tests use it to prove that the multi-threaded paths ran).
+std::uint64_t teams_started();
 
 // The least floating-point work (flops) of a GEMM-based step that is worth a team: about a
 // millisecond on one core. The GEMM split, the conv kernels and the phase form all use it.
