@@ -1,11 +1,13 @@
 #include "tapegrad/core/workspace.hpp"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "tapegrad/core/error.hpp"
@@ -117,7 +119,72 @@ Cache& storage_cache() {
     return c;
 }
 
+// The memory limit: bytes of tensor storage and workspace handed out at once.
+std::atomic<std::int64_t> g_live{0};
+
+// "123", "64K", "512M", "8G" (powers of 1024); -1 when malformed.
+std::int64_t parse_bytes(const std::string& v) {
+    std::size_t used = 0;
+    long double n = 0;
+    try {
+        n = std::stold(v, &used);
+    } catch (...) {
+        return -1;
+    }
+    std::string unit = v.substr(used);
+    long double mul = 1;
+    if (unit == "K" || unit == "k" || unit == "KiB") mul = 1024.0L;
+    else if (unit == "M" || unit == "m" || unit == "MiB") mul = 1024.0L * 1024;
+    else if (unit == "G" || unit == "g" || unit == "GiB") mul = 1024.0L * 1024 * 1024;
+    else if (unit == "T" || unit == "t" || unit == "TiB") mul = 1024.0L * 1024 * 1024 * 1024;
+    else if (!unit.empty() && unit != "B") return -1;
+    const long double b = n * mul;
+    if (!(b >= 1) || b > 9.0e18L) return -1;
+    return static_cast<std::int64_t>(b);
+}
+
+std::int64_t default_memory_limit() {
+    if (const char* e = std::getenv("TAPEGRAD_MEMORY_LIMIT")) {
+        const std::int64_t b = parse_bytes(e);
+        if (b < 0)
+            fail("TAPEGRAD_MEMORY_LIMIT", "TAPEGRAD_MEMORY_LIMIT='", std::string(e).substr(0, 40),
+                 "' is not a byte count (e.g. 8G, 512M, 1000000)");
+        return b;
+    }
+    // Three quarters of the physical memory.
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    if (pages <= 0 || page <= 0) return std::int64_t{1} << 62;
+    return static_cast<std::int64_t>(static_cast<long double>(pages) * page * 3 / 4);
+}
+
+std::atomic<std::int64_t>& limit_setting() {
+    static std::atomic<std::int64_t> limit{default_memory_limit()};
+    return limit;
+}
+
+// Takes `cap` bytes from the limit, or fails before anything is allocated.
+void reserve(std::size_t cap) {
+    const std::int64_t limit = limit_setting().load(std::memory_order_relaxed);
+    const std::int64_t now = g_live.fetch_add(static_cast<std::int64_t>(cap), std::memory_order_relaxed) +
+                             static_cast<std::int64_t>(cap);
+    if (now > limit) {
+        g_live.fetch_sub(static_cast<std::int64_t>(cap), std::memory_order_relaxed);
+        fail("memory", "allocating ", cap, " bytes would bring the memory tapegrad holds to ", now,
+             " bytes, over the memory limit of ", limit, " (set by TAPEGRAD_MEMORY_LIMIT or tg::set_memory_limit)");
+    }
+}
+
+void unreserve(std::size_t cap) { g_live.fetch_sub(static_cast<std::int64_t>(cap), std::memory_order_relaxed); }
+
 }  // namespace
+
+void set_memory_limit(std::int64_t bytes) {
+    if (bytes < 1) fail("memory_limit", "memory limit ", bytes, " must be >= 1 byte");
+    limit_setting().store(bytes, std::memory_order_relaxed);
+}
+std::int64_t memory_limit() { return limit_setting().load(std::memory_order_relaxed); }
+std::int64_t memory_in_use() { return g_live.load(std::memory_order_relaxed); }
+std::int64_t parse_byte_count(const std::string& text) { return parse_bytes(text); }
 
 std::int64_t workspace_bytes_in_use() { return g_in_use.load(std::memory_order_relaxed); }
 std::int64_t workspace_peak_bytes() { return g_peak.load(std::memory_order_relaxed); }
@@ -133,15 +200,28 @@ namespace {
 
 // A block of at least `bytes` from `c` when it caches blocks that large, else from the system.
 void* cached_alloc(Cache& c, std::size_t bytes, std::size_t& cap) {
+    if (bytes > (std::size_t{1} << 62)) fail("memory", "cannot allocate ", bytes, " bytes");
     cap = block_size(bytes);
-    if (kCaching && cap >= c.min) {
-        std::lock_guard lock(c.m);
-        if (void* p = c.take(cap, cap)) return p;
+    reserve(cap);
+    try {
+        if (kCaching && cap >= c.min) {
+            std::lock_guard lock(c.m);
+            const std::size_t want = cap;
+            if (void* p = c.take(want, cap)) {
+                // A cached block may be larger than asked for: the limit counts the block.
+                if (cap > want) g_live.fetch_add(static_cast<std::int64_t>(cap - want), std::memory_order_relaxed);
+                return p;
+            }
+        }
+        return system_alloc(cap, c.counted);
+    } catch (...) {
+        unreserve(cap);
+        throw;
     }
-    return system_alloc(cap, c.counted);
 }
 
 void cached_free(Cache& c, void* p, std::size_t cap) noexcept {
+    unreserve(cap);
     if (kCaching && cap >= c.min) {
         try {
             std::lock_guard lock(c.m);

@@ -9,6 +9,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <utility>
 
 namespace tg {
@@ -22,6 +23,16 @@ void reset_workspace_peak();
 // Frees the cached blocks of the workspace and of tensor storage (live buffers and tensors
 // are not touched).
 void release_workspace_cache();
+
+// The memory limit: the most bytes of tensor storage and kernel workspace tapegrad holds
+// at once. An allocation that would pass it fails before anything is allocated, with a
+// tg::Error (key "memory") that gives the sizes. The default is TAPEGRAD_MEMORY_LIMIT when
+// set ("8G", "512M", "1000000"; powers of 1024), else three quarters of the physical memory.
+void set_memory_limit(std::int64_t bytes);
+std::int64_t memory_limit();
+std::int64_t memory_in_use();
+// "123", "64K", "512M", "8G", "1T" as bytes; -1 when malformed (for command-line flags).
+std::int64_t parse_byte_count(const std::string& text);
 
 namespace detail {
 // Returns at least `bytes` bytes and sets `cap` to the block's real size, which

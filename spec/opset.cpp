@@ -197,9 +197,9 @@ ResolvedOp resolve_op(const std::string& opset, const std::string& op_name, cons
     r.name = opset + " " + op;
     r.comp = spec->comp;
 
-    for (const auto& [key, value] : attrs) {
-        (void)value;
-        if (std::find_if(spec->attrs.begin(), spec->attrs.end(), [&](const char* a) { return key == a; }) == spec->attrs.end())
+    for (const auto& attr : attrs) {
+        const std::string& key = attr.first;
+        if (std::find_if(spec->attrs.begin(), spec->attrs.end(), [&key](const char* a) { return key == a; }) == spec->attrs.end())
             fail(key, op, ": unknown attribute '", key, "' (", opset, " ", op, " has no such attribute)");
     }
     const int n_in = static_cast<int>(inputs.size());
