@@ -5,6 +5,7 @@
 #include <fstream>
 #include <vector>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace tg {
@@ -145,11 +146,14 @@ void byteswap(std::byte* p, std::int64_t n, std::size_t es) {
 }  // namespace
 
 Tensor read_npy(const std::string& path, const std::string& key, const NpyOptions& opt) {
+    check_path(path, key);
+    // Only regular files: a FIFO would block the reader, a device or /proc file has no size.
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) fail(key, "cannot open .npy file '", path, "'");
+    if (!S_ISREG(st.st_mode)) fail(key, ".npy file '", path, "' is not a regular file");
     std::ifstream f(path, std::ios::binary);
     if (!f) fail(key, "cannot open .npy file '", path, "'");
-    f.seekg(0, std::ios::end);
-    const std::int64_t file_size = static_cast<std::int64_t>(f.tellg());
-    f.seekg(0);
+    const std::int64_t file_size = static_cast<std::int64_t>(st.st_size);
     if (file_size < 10) fail(key, "'", path, "' is not a .npy file (", file_size, " bytes)");
     unsigned char pre[12] = {};
     f.read(reinterpret_cast<char*>(pre), 10);
@@ -199,7 +203,10 @@ Tensor read_npy(const std::string& path, const std::string& key, const NpyOption
     return t;
 }
 
-void write_npy(const std::string& path, const Tensor& tensor, const std::string& key) {
+namespace {
+
+// Writes the .npy bytes of `tensor` to a new temporary file beside `path` and returns its name.
+std::string write_temp(const std::string& path, const Tensor& tensor, const std::string& key) {
     Tensor t = (tensor.dtype() == DType::bf16 ? tensor.to(DType::f32) : tensor).contiguous();
     const char* descr = "";
     switch (t.dtype()) {
@@ -220,10 +227,14 @@ void write_npy(const std::string& path, const Tensor& tensor, const std::string&
     header += '\n';
     if (header.size() > 65535) fail(key, "header too long for .npy version 1.0");
 
-    const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+    check_output_target(path, key);
+    std::string tmp = path + ".tmp.XXXXXX";
+    const int fd = ::mkstemp(tmp.data());  // a fresh name, created exclusively
+    if (fd < 0) fail(key, "cannot write '", path, "' (cannot create a temporary file beside it)");
+    ::fchmod(fd, 0644);
+    ::close(fd);
     {
         std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-        if (!out) fail(key, "cannot write '", path, "'");
         const unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
                                        static_cast<unsigned char>(header.size() & 0xff),
                                        static_cast<unsigned char>(header.size() >> 8)};
@@ -237,10 +248,49 @@ void write_npy(const std::string& path, const Tensor& tensor, const std::string&
             fail(key, "error while writing '", path, "'");
         }
     }
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-        std::remove(tmp.c_str());
-        fail(key, "cannot move the finished file into place at '", path, "'");
+    return tmp;
+}
+
+}  // namespace
+
+NpyWriteSet::~NpyWriteSet() {
+    for (const auto& [path, tmp] : staged_) std::remove(tmp.c_str());
+}
+
+void NpyWriteSet::stage(const std::string& path, const Tensor& t, const std::string& key) {
+    staged_.emplace_back(path, write_temp(path, t, key));
+}
+
+void NpyWriteSet::commit() {
+    for (std::size_t i = 0; i < staged_.size(); ++i) {
+        const auto& [path, tmp] = staged_[i];
+        if (std::rename(tmp.c_str(), path.c_str()) != 0)
+            fail("output", "cannot move the finished file into place at '", path, "'");
+        staged_[i].second.clear();
     }
+    staged_.clear();
+}
+
+void write_npy(const std::string& path, const Tensor& t, const std::string& key) {
+    NpyWriteSet set;
+    set.stage(path, t, key);
+    set.commit();
+}
+
+void check_path(const std::string& path, const std::string& key) {
+    if (path.empty()) fail(key, key, ": the path is empty");
+    if (path.find('\0') != std::string::npos)
+        fail(key, key, ": the path '", path.substr(0, path.find('\0')), "' contains a NUL byte");
+    if (path.size() > 4096) fail(key, key, ": the path is ", path.size(), " bytes long, over 4096");
+}
+
+void check_output_target(const std::string& path, const std::string& key) {
+    check_path(path, key);
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+        fail(key, key, " '", path, "' exists and is not a regular file (",
+             S_ISLNK(st.st_mode) ? "a symbolic link" : S_ISDIR(st.st_mode) ? "a directory" : "a device, FIFO or socket",
+             "); tapegrad replaces only regular files");
 }
 
 }  // namespace tg

@@ -5,6 +5,8 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "tapegrad/core/tensor.hpp"
 
@@ -21,6 +23,28 @@ Tensor read_npy(const std::string& path, const std::string& key = "npy", const N
 
 // Writes a tensor as a version-1.0 .npy in C order. bf16 is written as '<f4' (NumPy has no
 // bf16). The file appears complete or not at all: written to a temporary name, then renamed.
+// A target that exists must be a regular file (never a symlink, device or directory).
 void write_npy(const std::string& path, const Tensor& t, const std::string& key = "output");
+
+// Several .npy files written all or nothing: stage() writes each one to a temporary file
+// beside its target, commit() renames them all into place. Until commit() every file that
+// existed is untouched; a set destroyed without commit() removes its temporaries.
+class NpyWriteSet {
+public:
+    NpyWriteSet() = default;
+    NpyWriteSet(const NpyWriteSet&) = delete;
+    NpyWriteSet& operator=(const NpyWriteSet&) = delete;
+    ~NpyWriteSet();
+    void stage(const std::string& path, const Tensor& t, const std::string& key = "output");
+    void commit();
+
+private:
+    std::vector<std::pair<std::string, std::string>> staged_;  // (target, temporary)
+};
+
+// A path the library may open: not empty, no NUL byte, at most 4096 bytes. Errors name `key`.
+void check_path(const std::string& path, const std::string& key);
+// check_path, and a target that exists must be a regular file.
+void check_output_target(const std::string& path, const std::string& key);
 
 }  // namespace tg
