@@ -144,9 +144,16 @@ void byteswap(std::byte* p, std::int64_t n, std::size_t es) {
 
 }  // namespace
 
-Tensor read_npy(const std::string& path, const std::string& key, const NpyOptions& opt) {
-    std::ifstream f(path, std::ios::binary);
-    if (!f) fail(key, "cannot open .npy file '", path, "'");
+namespace {
+
+// The validated header of an open .npy file, the stream left at the payload.
+struct Parsed {
+    Header h;
+    Descr descr;
+    std::int64_t n = 0, nbytes = 0;
+};
+
+Parsed parse_file(std::ifstream& f, const std::string& path, const std::string& key, const NpyOptions& opt) {
     f.seekg(0, std::ios::end);
     const std::int64_t file_size = static_cast<std::int64_t>(f.tellg());
     f.seekg(0);
@@ -185,6 +192,29 @@ Tensor read_npy(const std::string& path, const std::string& key, const NpyOption
     if (file_size - hstart - hlen != nbytes)
         fail(key, "'", path, "' has ", file_size - hstart - hlen, " payload bytes but shape ", shape_str(h.shape), " of ",
              h.descr, " needs ", nbytes);
+    return {h, descr, n, nbytes};
+}
+
+std::ifstream open_npy(const std::string& path, const std::string& key) {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) fail(key, "cannot open .npy file '", path, "'");
+    return f;
+}
+
+}  // namespace
+
+NpyInfo read_npy_header(const std::string& path, const std::string& key, const NpyOptions& opt) {
+    std::ifstream f = open_npy(path, key);
+    const Parsed p = parse_file(f, path, key, opt);
+    return {p.h.shape, p.descr.dtype};
+}
+
+Tensor read_npy(const std::string& path, const std::string& key, const NpyOptions& opt) {
+    std::ifstream f = open_npy(path, key);
+    const Parsed p = parse_file(f, path, key, opt);
+    const Header& h = p.h;
+    const Descr& descr = p.descr;
+    const std::int64_t n = p.n, nbytes = p.nbytes;
     Tensor t = Tensor::empty(h.shape, descr.dtype);
     f.read(static_cast<char*>(t.raw_data()), nbytes);
     if (!f) fail(key, "read error in '", path, "'");
