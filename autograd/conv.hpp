@@ -1,4 +1,4 @@
-// The convolution family as differentiable ops (OPS.md sections 2 and 7). The three
+// The convolution family as differentiable ops (docs/ops.md: the three computations, gradients). The three
 // computations are each other's gradients:
 //   conv            y  = CONV(x, W)      ∂x = CONVT(gy, W)       ∂W = CONV_BW(x, gy)
 //   conv_transpose  r  = CONVT(u, W)     ∂u = CONV(gr, W)        ∂W = CONV_BW(gr, u)

@@ -113,7 +113,7 @@ CheckReport check_vjp(const MultiFunction& F, std::vector<Tensor> inputs, const 
         const std::vector<double> ga = gt.values();
         const std::int64_t n = inputs[i].numel();
         const std::vector<std::int64_t> elems = pick_elements(n, opt.max_elements, rng);
-        CheckRow row{check, name_of(opt, i), static_cast<std::int64_t>(elems.size()), n, {}, 0, 0, 0, 0, 0, true};
+        CheckRow row{check, name_of(opt, i), static_cast<std::int64_t>(elems.size()), n, {}, 0, 0, 0, 0, 0, true, ""};
         double worst = -1;
         std::vector<Tensor> x = inputs;
         x[i] = inputs[i].clone();
@@ -145,6 +145,84 @@ CheckReport check_vjp(const MultiFunction& F, std::vector<Tensor> inputs, const 
     return rep;
 }
 
+std::string fmt(double v) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.3g", v);
+    return b;
+}
+
+// f(a·x) = a·f(x) and f(x+y) = f(x) + f(y) for input k, in f64 on random x, y and a < 0
+// (a negative a also catches positively homogeneous maps such as relu). One row: the worse
+// of the two comparisons, element-wise, tolerance 64·ε·√n·(largest magnitude involved).
+CheckRow check_linearity(const Function& f, const std::vector<Tensor>& inputs, int k, const CheckOptions& opt) {
+    std::mt19937_64 rng(opt.seed + 13);
+    const std::size_t kk = static_cast<std::size_t>(k);
+    std::vector<bool> diff(inputs.size(), false);
+    std::vector<Tensor> base = inputs;
+    for (std::size_t i = 0; i < base.size(); ++i)
+        if (is_float(base[i].dtype())) base[i] = base[i].to(DType::f64);
+    const Shape xs = inputs[kk].shape();
+    const Tensor x = random_normal(xs, rng), y = random_normal(xs, rng);
+    const double a = -(0.5 + std::uniform_real_distribution<double>(0.0, 1.5)(rng));
+    std::vector<double> ax = x.values(), xy = x.values();
+    const std::vector<double> yv = y.values();
+    for (double& e : ax) e *= a;
+    for (std::size_t i = 0; i < xy.size(); ++i) xy[i] += yv[i];
+    DType out_dt = DType::f64;
+    Shape ys;
+    auto run = [&](const Tensor& at) {
+        std::vector<Tensor> in = base;
+        in[kk] = at;
+        NoGradGuard ng;
+        const Variable r = f(make_vars(in, diff));
+        out_dt = r.dtype();
+        ys = r.shape();
+        return r.value().values();
+    };
+    const std::vector<double> fx = run(x), fy = run(y), fax = run(Tensor::from(xs, ax, DType::f64)),
+                              fxy = run(Tensor::from(xs, xy, DType::f64));
+    const std::string who = "input " + std::to_string(k) + (name_of(opt, kk) != "input " + std::to_string(k)
+                                                               ? " (" + name_of(opt, kk) + ")" : std::string());
+    const double eps = std::max(dtype_epsilon(out_dt), dtype_epsilon(DType::f64));
+    const double factor = 64 * eps * std::sqrt(static_cast<double>(x.numel() + static_cast<std::int64_t>(fx.size()) + 1));
+    CheckRow row{"linearity", name_of(opt, kk), static_cast<std::int64_t>(fx.size()), static_cast<std::int64_t>(fx.size()),
+                 {}, 0, 0, 0, 0, 0, true, ""};
+    double worst = -1;
+    auto compare = [&](const std::vector<double>& lhs, const std::vector<double>& rhs, double scale,
+                       const std::string& what) {
+        const double tol = factor * scale + 1e-300;
+        for (std::size_t i = 0; i < lhs.size(); ++i) {
+            const double err = std::fabs(lhs[i] - rhs[i]);
+            const double score = std::isnan(err) ? INFINITY : err / tol;
+            if (score > worst) {
+                worst = score;
+                row.index = unravel(static_cast<std::int64_t>(i), ys);
+                row.a = lhs[i];
+                row.b = rhs[i];
+                row.abs_err = err;
+                row.rel_err = err / std::max(std::fabs(rhs[i]), 1e-300);
+                row.tol = tol;
+                row.ok = score <= 1;
+                row.note = row.ok ? "" : "not linear in " + who + ": " + what + " (max diff " + fmt(err) + " at " +
+                                             shape_str(row.index) + ", tol " + fmt(tol) + ")";
+            }
+        }
+    };
+    auto maxabs = [](const std::vector<double>& v) {
+        double m = 0;
+        for (double e : v) m = std::max(m, std::fabs(e));
+        return m;
+    };
+    std::vector<double> afx = fx, fx_fy = fx;
+    for (double& e : afx) e *= a;
+    for (std::size_t i = 0; i < fx_fy.size(); ++i) fx_fy[i] += fy[i];
+    if (fax.size() != fx.size() || fxy.size() != fx.size() || fy.size() != fx.size())
+        fail("linear_input", "check_adjoint: f's result changes size with the values of ", who);
+    compare(fax, afx, std::max(maxabs(fax), maxabs(afx)), "f(a·x) != a·f(x) with a = " + fmt(a));
+    compare(fxy, fx_fy, std::max({maxabs(fxy), maxabs(fx), maxabs(fy)}), "f(x+y) != f(x)+f(y)");
+    return row;
+}
+
 }  // namespace
 
 void CheckReport::add(const CheckReport& other) {
@@ -165,7 +243,13 @@ std::string CheckReport::table() const {
                       r.check.c_str(), r.tensor.c_str(), elems.c_str(), at.c_str(), r.a, r.b, r.abs_err, r.rel_err, r.tol,
                       r.ok ? "ok" : "FAIL");
         os << line;
+        if (!r.ok && !r.note.empty()) os << "  -> " << r.note << "\n";
     }
+    os << "legend: gradcheck/gradgradcheck: analytic = Jᵀv, the tape's vector-Jacobian product for a random\n"
+          "        cotangent v; numeric = central finite differences (⟨f(x+h·e), v⟩ − ⟨f(x−h·e), v⟩)/2h, in f64;\n"
+          "        adjoint: lhs = ⟨A x, y⟩, rhs = ⟨x, Aᵀy⟩ for random x, y; linearity: lhs = f(a·x) or f(x+y),\n"
+          "        rhs = a·f(x) or f(x)+f(y); \"<dtype> vs f64\": lhs = the low-precision value, rhs = the f64 one;\n"
+          "        worst at = the element with the largest error relative to its tolerance\n";
     return os.str();
 }
 
@@ -173,6 +257,10 @@ std::string CheckReport::failures() const {
     std::ostringstream os;
     for (const CheckRow& r : rows) {
         if (r.ok) continue;
+        if (!r.note.empty()) {
+            os << r.check << " " << r.tensor << ": " << r.note << "\n";
+            continue;
+        }
         os << r.check << " " << r.tensor;
         if (!r.index.empty()) os << " at " << shape_str(r.index);
         os << ": " << r.a << " vs " << r.b << " (abs err " << r.abs_err << ", rel err " << r.rel_err << ", tol " << r.tol
@@ -221,6 +309,13 @@ CheckReport gradgradcheck(const Function& f, const std::vector<Tensor>& inputs, 
 CheckReport check_adjoint(const Function& f, const std::vector<Tensor>& inputs, int k, const CheckOptions& opt) {
     if (k < 0 || k >= static_cast<int>(inputs.size()) || !is_float(inputs[static_cast<std::size_t>(k)].dtype()))
         fail("linear_input", "check_adjoint: input ", k, " is not a float input");
+    CheckReport rep;
+    const CheckRow linear = check_linearity(f, inputs, k, opt);
+    if (!linear.ok) {  // the adjoint identity means nothing for a map that is not linear
+        rep.ok = false;
+        rep.rows.push_back(linear);
+        return rep;
+    }
     std::mt19937_64 rng(opt.seed + 7);
     std::vector<bool> diff(inputs.size(), false);
     diff[static_cast<std::size_t>(k)] = true;
@@ -242,12 +337,12 @@ CheckReport check_adjoint(const Function& f, const std::vector<Tensor>& inputs, 
     const double eps = std::max(dtype_epsilon(dt), dtype_epsilon(x.dtype()));
     const double tol = 4 * eps * std::sqrt(static_cast<double>(xv.size() + yv.size())) * S + 1e-300;
     CheckRow row{"adjoint", name_of(opt, static_cast<std::size_t>(k)), static_cast<std::int64_t>(xv.size()),
-                 static_cast<std::int64_t>(xv.size()), {}, lhs, rhs, std::fabs(lhs - rhs), 0, tol, true};
+                 static_cast<std::int64_t>(xv.size()), {}, lhs, rhs, std::fabs(lhs - rhs), 0, tol, true, ""};
     row.rel_err = row.abs_err / std::max(S, 1e-300);
     row.ok = row.abs_err <= tol;  // NaN fails
-    CheckReport rep;
     rep.ok = row.ok;
     rep.rows.push_back(row);
+    rep.rows.push_back(linear);
     return rep;
 }
 
@@ -293,7 +388,7 @@ CheckReport check_precision(const Function& f, const std::vector<Tensor>& inputs
         double scale = 0;
         for (double e : y) scale = std::max(scale, std::fabs(e));
         CheckRow row{check, what, static_cast<std::int64_t>(x.size()), static_cast<std::int64_t>(x.size()), {}, 0, 0, 0, 0,
-                     factor * scale, true};
+                     factor * scale, true, ""};
         double worst = -1;
         for (std::size_t i = 0; i < x.size(); ++i) {
             const double err = std::fabs(x[i] - y[i]);

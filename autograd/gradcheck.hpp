@@ -4,7 +4,8 @@
 //                   against central finite differences of ⟨f(x), v⟩, in f64
 //   gradgradcheck   the same for the map (x, v) ↦ Jᵀv computed with create_graph,
 //                   i.e. the second derivatives
-//   check_adjoint   ⟨A x, y⟩ = ⟨x, Aᵀ y⟩ for an f linear in one input; no step size
+//   check_adjoint   first that f is linear in one input (f(a·x) = a·f(x) and
+//                   f(x+y) = f(x) + f(y), in f64), then ⟨A x, y⟩ = ⟨x, Aᵀ y⟩; no step size
 //   check_precision f's result and gradients in f32/f16/bf16 against f64 on the same
 //                   (rounded) inputs, with tolerances scaled by the dtype's epsilon
 //
@@ -48,20 +49,28 @@ struct CheckRow {
     double b = 0;        // numeric  | ⟨x, Aᵀ y⟩ | f64 value
     double abs_err = 0, rel_err = 0, tol = 0;
     bool ok = true;
+    std::string note;    // why a row failed, when the numbers alone do not say it
 };
 
 struct CheckReport {
     bool ok = true;
     std::vector<CheckRow> rows;
     void add(const CheckReport& other);
-    std::string table() const;     // every row, aligned, failing rows marked FAIL
+    // Every row, aligned, failing rows marked FAIL (with their note), then a legend of what
+    // the two value columns hold for each kind of check.
+    std::string table() const;
     std::string failures() const;  // one line per failing row ("" when ok)
 };
 
 CheckReport gradcheck(const Function& f, const std::vector<Tensor>& inputs, const CheckOptions& opt = {});
 CheckReport gradgradcheck(const Function& f, const std::vector<Tensor>& inputs, const CheckOptions& opt = {});
-// f must be linear in inputs[linear_input] (the others are held fixed). Runs in the inputs'
-// dtype; passes when |⟨A x, y⟩ − ⟨x, Aᵀ y⟩| ≤ 4·ε·√(n_x + n_y)·(Σ|(Ax)_i y_i| + Σ|x_j (Aᵀy)_j|).
+// f must be linear in inputs[linear_input] (the others are held fixed). First checks that
+// it is, in f64 on random x, y and a random a < 0: f(a·x) = a·f(x) and f(x+y) = f(x)+f(y)
+// element-wise within 64·ε·√n·(the largest magnitude involved); a violation gives one
+// failing "linearity" row whose note reads "not linear in input k (name): f(a·x) != a·f(x)
+// (max diff ...)" and the identity is not evaluated. Otherwise an "adjoint" row, run in the
+// inputs' dtype, passes when |⟨A x, y⟩ − ⟨x, Aᵀ y⟩| ≤ 4·ε·√(n_x + n_y)·(Σ|(Ax)_i y_i| +
+// Σ|x_j (Aᵀy)_j|), followed by the passing "linearity" row.
 CheckReport check_adjoint(const Function& f, const std::vector<Tensor>& inputs, int linear_input,
                           const CheckOptions& opt = {});
 // Runs f and its backward in `dtype` and in f64 on the inputs rounded to `dtype`; each

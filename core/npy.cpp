@@ -145,15 +145,19 @@ void byteswap(std::byte* p, std::int64_t n, std::size_t es) {
 
 }  // namespace
 
-Tensor read_npy(const std::string& path, const std::string& key, const NpyOptions& opt) {
-    check_path(path, key);
-    // Only regular files: a FIFO would block the reader, a device or /proc file has no size.
-    struct stat st {};
-    if (::stat(path.c_str(), &st) != 0) fail(key, "cannot open .npy file '", path, "'");
-    if (!S_ISREG(st.st_mode)) fail(key, ".npy file '", path, "' is not a regular file");
-    std::ifstream f(path, std::ios::binary);
-    if (!f) fail(key, "cannot open .npy file '", path, "'");
-    const std::int64_t file_size = static_cast<std::int64_t>(st.st_size);
+namespace {
+
+// The validated header of an open .npy file, the stream left at the payload.
+struct Parsed {
+    Header h;
+    Descr descr;
+    std::int64_t n = 0, nbytes = 0;
+};
+
+Parsed parse_file(std::ifstream& f, const std::string& path, const std::string& key, const NpyOptions& opt) {
+    f.seekg(0, std::ios::end);
+    const std::int64_t file_size = static_cast<std::int64_t>(f.tellg());
+    f.seekg(0);
     if (file_size < 10) fail(key, "'", path, "' is not a .npy file (", file_size, " bytes)");
     unsigned char pre[12] = {};
     f.read(reinterpret_cast<char*>(pre), 10);
@@ -189,6 +193,34 @@ Tensor read_npy(const std::string& path, const std::string& key, const NpyOption
     if (file_size - hstart - hlen != nbytes)
         fail(key, "'", path, "' has ", file_size - hstart - hlen, " payload bytes but shape ", shape_str(h.shape), " of ",
              h.descr, " needs ", nbytes);
+    return {h, descr, n, nbytes};
+}
+
+std::ifstream open_npy(const std::string& path, const std::string& key) {
+    check_path(path, key);
+    // Only regular files: a FIFO would block the reader, a device or /proc file has no size.
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) fail(key, "cannot open .npy file '", path, "'");
+    if (!S_ISREG(st.st_mode)) fail(key, ".npy file '", path, "' is not a regular file");
+    std::ifstream f(path, std::ios::binary);
+    if (!f) fail(key, "cannot open .npy file '", path, "'");
+    return f;
+}
+
+}  // namespace
+
+NpyInfo read_npy_header(const std::string& path, const std::string& key, const NpyOptions& opt) {
+    std::ifstream f = open_npy(path, key);
+    const Parsed p = parse_file(f, path, key, opt);
+    return {p.h.shape, p.descr.dtype};
+}
+
+Tensor read_npy(const std::string& path, const std::string& key, const NpyOptions& opt) {
+    std::ifstream f = open_npy(path, key);
+    const Parsed p = parse_file(f, path, key, opt);
+    const Header& h = p.h;
+    const Descr& descr = p.descr;
+    const std::int64_t n = p.n, nbytes = p.nbytes;
     Tensor t = Tensor::empty(h.shape, descr.dtype);
     f.read(static_cast<char*>(t.raw_data()), nbytes);
     if (!f) fail(key, "read error in '", path, "'");

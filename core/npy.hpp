@@ -21,6 +21,14 @@ struct NpyOptions {
 // Fortran order (Fortran is reordered to C). Errors name `key` (e.g. the input's role).
 Tensor read_npy(const std::string& path, const std::string& key = "npy", const NpyOptions& opt = {});
 
+// What an .npy header says, validated exactly as read_npy validates it (including that the
+// file holds exactly the payload the shape needs), without reading or allocating the data.
+struct NpyInfo {
+    Shape shape;   // the logical (C-order) shape, also for Fortran-order files
+    DType dtype;
+};
+NpyInfo read_npy_header(const std::string& path, const std::string& key = "npy", const NpyOptions& opt = {});
+
 // Writes a tensor as a version-1.0 .npy in C order. bf16 is written as '<f4' (NumPy has no
 // bf16). The file appears complete or not at all: written to a temporary name, then renamed.
 // A target that exists must be a regular file (never a symlink, device or directory).

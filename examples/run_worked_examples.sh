@@ -1,5 +1,5 @@
 #!/bin/sh
-# Runs every case of examples/cases (the worked examples of OPS.md section 10) through
+# Runs every case of examples/cases (the worked examples of docs/ops.md) through
 # `tapegrad explain` and `tapegrad run`, and compares the files written with the
 # hand-computed expected*.npy next to each case. Works on a temporary copy, so the source
 # tree stays clean. Needs only the tapegrad binary and a plain python3 (standard library).

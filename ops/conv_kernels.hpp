@@ -1,4 +1,4 @@
-// The three convolution kernels every op of the family runs on (OPS.md section 9).
+// The three convolution kernels every op of the family runs on (docs/kernels.md).
 // All take the canonical weight W[G, Og, Ig, K...] and a resolved ConvGeometry:
 //   conv_forward       CONV:    i-side x  -> o-side y      (im2col + GEMM)
 //   conv_transposed    CONVT:   o-side u  -> i-side r      (GEMM + col2im)

@@ -1,5 +1,5 @@
 // Direct-loop reference of the three convolution computations: the test oracle, and the
-// clearest statement of what the fast kernels compute. Straight from OPS.md section 2:
+// clearest statement of what the fast kernels compute. Straight from docs/ops.md#the-three-computations:
 //   CONV    y[n, g·Og+o, j] = Σ_i Σ_k x[n, g·Ig+i, j·s + k·d − pb] · W[g, o, i, k]
 //   CONVT   r[n, g·Ig+i, t] = Σ_o Σ_k Σ_{j : j·s + k·d − pb = t} u[n, g·Og+o, j] · W[g, o, i, k]
 //   CONV_BW dW[g, o, i, k]  = Σ_n Σ_j u[n, g·Og+o, j] · x[n, g·Ig+i, j·s + k·d − pb]

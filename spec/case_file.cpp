@@ -1,5 +1,6 @@
 #include "tapegrad/spec/case_file.hpp"
 
+#include <climits>
 #include <fstream>
 #include <sstream>
 
@@ -43,6 +44,62 @@ std::string need_string(const json& j, const char* key) {
     return j[key].get<std::string>();
 }
 
+// One "inputs" entry: a path, {"shape": [...], "dtype": ...} or {"values": [...], "dtype": ...}.
+CaseInput read_input(const std::string& dir, const json& p, const std::string& key) {
+    CaseInput in;
+    if (p.is_string()) {
+        in.path = join(dir, p.get<std::string>());
+        return in;
+    }
+    const std::string shown = p.dump().substr(0, 80);
+    if (!p.is_object())
+        fail("inputs", key, " is ", shown, ": an input is a .npy path, {\"shape\": [...], \"dtype\": ...} or {\"values\": [...]}");
+    for (const auto& [k, v] : p.items()) {
+        (void)v;
+        if (k != "shape" && k != "values" && k != "dtype")
+            fail("inputs", key, " has the unknown key '", k, "' (an inline input has \"shape\" or \"values\", and \"dtype\")");
+    }
+    const bool has_shape = p.contains("shape"), has_values = p.contains("values");
+    if (has_shape == has_values)
+        fail("inputs", key, " is ", shown, ": an inline input has exactly one of \"shape\" (no values) and \"values\"");
+    auto int_list = [&](const char* what, std::int64_t min) {
+        const json& l = p[what];
+        if (!l.is_array()) fail("inputs", key, " \"", what, "\" must be a list of integers");
+        Shape out;
+        for (const json& e : l) {
+            if (!e.is_number_integer() || e.get<std::int64_t>() < min)
+                fail("inputs", key, " \"", what, "\" holds ", e.dump().substr(0, 40), "; it must hold integers >= ", min);
+            out.push_back(e.get<std::int64_t>());
+        }
+        return out;
+    };
+    if (has_shape) {
+        in.shape = int_list("shape", 0);
+        if (in.shape.size() > 64) fail("inputs", key, " \"shape\" has more than 64 dimensions");
+        in.dtype = DType::f32;
+    } else {
+        in.values = int_list("values", INT64_MIN);
+        in.shape = {static_cast<std::int64_t>(in.values->size())};
+        in.dtype = DType::i64;
+    }
+    if (p.contains("dtype")) {
+        if (!p["dtype"].is_string()) fail("inputs", key, " \"dtype\" must be a string");
+        in.dtype = dtype_from_name(p["dtype"].get<std::string>(), key + " dtype");
+    }
+    if (has_values && is_float(in.dtype))
+        fail("inputs", key, ": inline \"values\" are for integer inputs (dtype i32 or i64); give float tensors as .npy files");
+    return in;
+}
+
+// The compute dtype: the case's, else the first input's.
+DType compute_dtype(const CaseFile& c, const std::vector<DType>& dtypes) {
+    if (c.dtype) return *c.dtype;
+    if (dtypes.empty()) fail("inputs", "the case has no inputs");
+    if (!is_float(dtypes[0]))
+        fail("dtype", "the first input has dtype ", dtype_name(dtypes[0]), "; give a float 'dtype' or float inputs");
+    return dtypes[0];
+}
+
 }  // namespace
 
 json read_json_file(const std::string& path, const std::string& key, const std::string& cannot_read,
@@ -76,10 +133,7 @@ CaseFile read_case(const std::string& path) {
     }
     if (!j.contains("inputs")) fail("inputs", "case file lacks the required key 'inputs'");
     if (!j["inputs"].is_array()) fail("inputs", "case key 'inputs' must be a list of paths");
-    for (const json& p : j["inputs"]) {
-        if (!p.is_string()) fail("inputs", "case key 'inputs' must hold .npy paths, found ", p.dump().substr(0, 80));
-        c.inputs.push_back(join(c.dir, p.get<std::string>()));
-    }
+    for (const json& p : j["inputs"]) c.inputs.push_back(read_input(c.dir, p, "inputs[" + std::to_string(c.inputs.size()) + "]"));
     if (j.contains("dtype")) {
         const std::string d = need_string(j, "dtype");
         const DType t = dtype_from_name(d, "dtype");
@@ -114,18 +168,52 @@ CaseFile read_case(const std::string& path) {
 
 std::vector<Tensor> load_inputs(const CaseFile& c, DType& compute) {
     std::vector<Tensor> in;
-    for (std::size_t i = 0; i < c.inputs.size(); ++i)
-        in.push_back(read_npy(c.inputs[i], "inputs[" + std::to_string(i) + "]"));
-    if (c.dtype) {
-        compute = *c.dtype;
-    } else {
-        if (in.empty()) fail("inputs", "the case has no inputs");
-        compute = in[0].dtype();
-        if (!is_float(compute))
-            fail("dtype", "the first input has dtype ", dtype_name(compute), "; give a float 'dtype' or float inputs");
+    std::vector<DType> dtypes;
+    for (std::size_t i = 0; i < c.inputs.size(); ++i) {
+        const CaseInput& ci = c.inputs[i];
+        const std::string key = "inputs[" + std::to_string(i) + "]";
+        if (ci.shape_only())
+            fail("inputs", key, " gives only a shape ", shape_str(ci.shape),
+                 "; tapegrad run needs values: give a .npy path (shape-only inputs are for explain and gradcheck, "
+                 "docs/cases.md#inputs)");
+        if (ci.values) {
+            in.push_back(Tensor::from(ci.shape, std::vector<double>(ci.values->begin(), ci.values->end()), ci.dtype));
+            if (ci.dtype == DType::i32)
+                for (std::int64_t v : *ci.values)
+                    if (v < INT32_MIN || v > INT32_MAX) fail("inputs", key, " value ", v, " does not fit i32");
+        } else {
+            in.push_back(read_npy(ci.path, key));
+        }
+        dtypes.push_back(in.back().dtype());
     }
+    compute = compute_dtype(c, dtypes);
     for (Tensor& t : in)
         if (is_float(t.dtype())) t = t.to(compute);
+    return in;
+}
+
+std::vector<InputInfo> input_infos(const CaseFile& c, DType& compute) {
+    std::vector<InputInfo> in;
+    std::vector<DType> dtypes;
+    for (std::size_t i = 0; i < c.inputs.size(); ++i) {
+        const CaseInput& ci = c.inputs[i];
+        const std::string key = "inputs[" + std::to_string(i) + "]";
+        if (!ci.path.empty()) {
+            const NpyInfo h = read_npy_header(ci.path, key);
+            // An integer input is an output_shape: its values are needed, and it is small.
+            if (!is_float(h.dtype) && h.shape.size() == 1) in.push_back(input_info(read_npy(ci.path, key)));
+            else in.push_back({h.shape, h.dtype, std::nullopt});
+        } else {
+            if (ci.dtype == DType::i32 && ci.values)
+                for (std::int64_t v : *ci.values)
+                    if (v < INT32_MIN || v > INT32_MAX) fail("inputs", key, " value ", v, " does not fit i32");
+            in.push_back({ci.shape, ci.dtype, ci.values});
+        }
+        dtypes.push_back(in.back().dtype);
+    }
+    compute = compute_dtype(c, dtypes);
+    for (InputInfo& t : in)
+        if (is_float(t.dtype)) t.dtype = compute;
     return in;
 }
 

@@ -17,7 +17,7 @@ namespace tg {
 enum class Rule { F, T_OV, T_CT, T_CBD };
 enum class Groups { One, FilterDim0, Attr };
 enum class Third { None, OutputShape, Bias };
-// How a stored filter becomes channel-first [A, B, K...] (A = G·Og, B = Ig); OPS.md section 6.
+// How a stored filter becomes channel-first [A, B, K...] (A = G·Og, B = Ig); docs/ops.md#filter-layouts-and-the-canonical-view.
 enum class Perm { Identity, XFirstSwapped, OldOIX, OldXIO };
 
 struct Format {
@@ -111,7 +111,7 @@ std::vector<int> perm_axes(Perm p, int D) {
     return axes;
 }
 
-// Typed attribute access with the checks of OPS.md 3.2-3.3.
+// Typed attribute access with the checks of docs/ops.md#attributes-and-defaults.
 class AttrReader {
 public:
     AttrReader(const Attrs& a, std::string op, int D) : a_(a), op_(std::move(op)), D_(D) {}
@@ -155,15 +155,14 @@ private:
 };
 
 // Reads an output_shape input: 1-D, integer dtype, every value >= 1.
-Shape read_shape_input(const Tensor& t, const std::string& op) {
-    if (t.dtype() != DType::i32 && t.dtype() != DType::i64)
-        fail("output_shape", op, ": output_shape input has dtype ", dtype_name(t.dtype()), ", must be i32 or i64");
-    if (t.ndim() != 1) fail("output_shape", op, ": output_shape input must be 1-D, has shape ", shape_str(t.shape()));
-    Shape v;
-    const Tensor c = t.contiguous();
-    for (std::int64_t i = 0; i < c.numel(); ++i)
-        v.push_back(t.dtype() == DType::i32 ? c.data<std::int32_t>()[i] : c.data<std::int64_t>()[i]);
-    return v;
+Shape read_shape_input(const InputInfo& t, const std::string& op) {
+    if (t.dtype != DType::i32 && t.dtype != DType::i64)
+        fail("output_shape", op, ": output_shape input has dtype ", dtype_name(t.dtype), ", must be i32 or i64");
+    if (t.shape.size() != 1) fail("output_shape", op, ": output_shape input must be 1-D, has shape ", shape_str(t.shape));
+    if (!t.values)
+        fail("output_shape", op, ": the output_shape input gives only its shape ", shape_str(t.shape),
+             "; its values are needed (a .npy file or {\"values\": [...]}, docs/cases.md#inputs)");
+    return *t.values;
 }
 
 void check_positive(const Shape& v, const std::string& op) {
@@ -180,8 +179,27 @@ std::vector<std::string> op_names(const std::string& opset) {
     return out;
 }
 
+InputInfo input_info(const Tensor& t) {
+    InputInfo i{t.shape(), t.dtype(), std::nullopt};
+    if ((t.dtype() == DType::i32 || t.dtype() == DType::i64) && t.ndim() == 1) {
+        Shape v;
+        const Tensor c = t.contiguous();
+        for (std::int64_t k = 0; k < c.numel(); ++k)
+            v.push_back(t.dtype() == DType::i32 ? c.data<std::int32_t>()[k] : c.data<std::int64_t>()[k]);
+        i.values = std::move(v);
+    }
+    return i;
+}
+
 ResolvedOp resolve_op(const std::string& opset, const std::string& op_name, const Attrs& attrs,
                       const std::vector<Tensor>& inputs) {
+    std::vector<InputInfo> info;
+    for (const Tensor& t : inputs) info.push_back(input_info(t));
+    return resolve_op_info(opset, op_name, attrs, info);
+}
+
+ResolvedOp resolve_op_info(const std::string& opset, const std::string& op_name, const Attrs& attrs,
+                           const std::vector<InputInfo>& inputs) {
     if (opset != "openvino" && opset != "onednn") fail("opset", "unknown opset '", opset, "' (expected openvino or onednn)");
     const OpSpec* spec = nullptr;
     for (const OpSpec& s : table())
@@ -208,23 +226,23 @@ ResolvedOp resolve_op(const std::string& opset, const std::string& op_name, cons
              spec->max_inputs != spec->min_inputs ? " or " + std::to_string(spec->max_inputs) : std::string(),
              " inputs, got ", n_in);
 
-    const Tensor& data = inputs[0];
-    const Tensor& filter = inputs[1];
+    const InputInfo& data = inputs[0];
+    const InputInfo& filter = inputs[1];
     const std::string dn = spec->data_name, fn = spec->filter_name;
     for (int i = 0; i < 2; ++i)
-        if (!is_float(inputs[i].dtype()))
-            fail(i == 0 ? dn : fn, op, ": ", i == 0 ? dn : fn, " has dtype ", dtype_name(inputs[i].dtype()),
+        if (!is_float(inputs[i].dtype))
+            fail(i == 0 ? dn : fn, op, ": ", i == 0 ? dn : fn, " has dtype ", dtype_name(inputs[i].dtype),
                  ", must be a float type");
-    const int rank = data.ndim();
-    if (rank < 3) fail(dn, op, ": ", dn, " has rank ", rank, " (shape ", shape_str(data.shape()), "), must be >= 3");
+    const int rank = static_cast<int>(data.shape.size());
+    if (rank < 3) fail(dn, op, ": ", dn, " has rank ", rank, " (shape ", shape_str(data.shape), "), must be >= 3");
     if (spec->max_rank && rank > spec->max_rank)
-        fail(dn, op, ": ", dn, " has rank ", rank, " (shape ", shape_str(data.shape()), "), must be 3, 4 or 5");
+        fail(dn, op, ": ", dn, " has rank ", rank, " (shape ", shape_str(data.shape), "), must be 3, 4 or 5");
     const int D = rank - 2;
     if (D > kMaxSpatial) fail(dn, op, ": ", dn, " has ", D, " spatial axes, more than the supported ", kMaxSpatial);
     const bool grouped_filter = spec->groups == Groups::FilterDim0;
     const int want_frank = rank + (grouped_filter ? 1 : 0);
-    if (filter.ndim() != want_frank)
-        fail(fn, op, ": ", fn, " has rank ", filter.ndim(), " (shape ", shape_str(filter.shape()), ") but ", dn,
+    if (static_cast<int>(filter.shape.size()) != want_frank)
+        fail(fn, op, ": ", fn, " has rank ", static_cast<int>(filter.shape.size()), " (shape ", shape_str(filter.shape), ") but ", dn,
              " has rank ", rank, ", so ", fn, " rank must be ", want_frank);
 
     const AttrReader A(attrs, op, D);
@@ -258,21 +276,21 @@ ResolvedOp resolve_op(const std::string& opset, const std::string& op_name, cons
     }
 
     // Data dims.
-    const Shape& ds = data.shape();
+    const Shape& ds = data.shape;
     const std::int64_t N = ds[0];
     const std::int64_t C = layout == Layout::NCX ? ds[1] : ds[static_cast<std::size_t>(rank - 1)];
     Shape X(ds.begin() + (layout == Layout::NCX ? 2 : 1), ds.begin() + (layout == Layout::NCX ? rank : rank - 1));
     if (C < 1) fail(dn, op, ": ", dn, " has 0 channels (shape ", shape_str(ds), ")");
     for (int a = 0; a < D; ++a)
         if (X[a] < 1) fail(dn, op, ": ", dn, " spatial axis ", a, " has size 0 (shape ", shape_str(ds), ")");
-    for (int a = 0; a < filter.ndim(); ++a)
-        if (filter.shape()[a] < 1) fail(fn, op, ": ", fn, " dim ", a, " is 0 (shape ", shape_str(filter.shape()), ")");
+    for (int a = 0; a < static_cast<int>(filter.shape.size()); ++a)
+        if (filter.shape[a] < 1) fail(fn, op, ": ", fn, " dim ", a, " is 0 (shape ", shape_str(filter.shape), ")");
 
     // Filter as channel-first [A, B, K...].
     r.filter_perm = grouped_filter ? std::vector<int>{} : perm_axes(perm, D);
-    Shape cf = filter.shape();
+    Shape cf = filter.shape;
     if (!r.filter_perm.empty())
-        for (int a = 0; a < rank; ++a) cf[a] = filter.shape()[r.filter_perm[a]];
+        for (int a = 0; a < rank; ++a) cf[a] = filter.shape[r.filter_perm[a]];
     std::int64_t Adim, Bdim;
     Shape K;
     if (grouped_filter) {
@@ -285,7 +303,7 @@ ResolvedOp resolve_op(const std::string& opset, const std::string& op_name, cons
         Bdim = cf[1];
         K.assign(cf.begin() + 2, cf.end());
     }
-    const std::string fshape = shape_str(filter.shape());
+    const std::string fshape = shape_str(filter.shape);
     const std::string gtxt = G > 1 || spec->groups != Groups::One ? " in " + std::to_string(G) + " groups" : "";
     std::int64_t result_C;
     if (spec->comp == Computation::Conv) {
@@ -310,7 +328,7 @@ ResolvedOp resolve_op(const std::string& opset, const std::string& op_name, cons
     if (spec->third == Third::OutputShape && n_in == 3) out_shape = read_shape_input(inputs[2], op);
     if (spec->rule == Rule::T_CBD) {
         // The input wins over the attribute, but an attribute present is still validated
-        // (type, length, sign) like every other one (OPS.md 3.3).
+        // (type, length, sign) like every other one (docs/ops.md#attributes-and-defaults).
         if (const AttrValue* v = A.raw("output_shape")) {
             const auto* list = std::get_if<std::vector<std::int64_t>>(v);
             if (!list) fail("output_shape", op, ": attribute output_shape must be a list of integers");
@@ -347,10 +365,10 @@ ResolvedOp resolve_op(const std::string& opset, const std::string& op_name, cons
         }
     }
     if (spec->third == Third::Bias && n_in == 3) {
-        const Tensor& b = inputs[2];
-        if (!is_float(b.dtype())) fail("bias", op, ": bias has dtype ", dtype_name(b.dtype()), ", must be a float type");
-        if (b.ndim() != 1 || b.shape()[0] != result_C)
-            fail("bias", op, ": bias has shape ", shape_str(b.shape()), ", must be [", result_C, "]");
+        const InputInfo& b = inputs[2];
+        if (!is_float(b.dtype)) fail("bias", op, ": bias has dtype ", dtype_name(b.dtype), ", must be a float type");
+        if (b.shape.size() != 1 || b.shape[0] != result_C)
+            fail("bias", op, ": bias has shape ", shape_str(b.shape), ", must be [", result_C, "]");
         r.bias_input = 2;
         r.has_bias = true;
     }

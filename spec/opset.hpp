@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -19,7 +20,7 @@ namespace tg {
 using AttrValue = std::variant<std::vector<std::int64_t>, std::string, std::int64_t>;
 using Attrs = std::map<std::string, AttrValue>;
 
-enum class Computation { Conv, ConvT };  // CONV or CONVT of OPS.md section 2
+enum class Computation { Conv, ConvT };  // CONV or CONVT (docs/ops.md#the-two-computations)
 
 struct OpSpec;
 
@@ -40,11 +41,23 @@ struct ResolvedOp {
     Tensor stored_filter(const Tensor& W, const Shape& stored_shape) const;
 };
 
-// Validates everything OPS.md 3.5 lists and resolves padding. `inputs` are the op's
+// What resolving an op needs to know about one input: its shape and dtype, and for an
+// integer input (output_shape) its values. `tapegrad explain` builds these from .npy
+// headers or shape-only case entries, without loading any data.
+struct InputInfo {
+    Shape shape;
+    DType dtype = DType::f32;
+    std::optional<Shape> values;  // integer inputs: their values, when known
+};
+InputInfo input_info(const Tensor& t);  // the values are read for 1-D integer tensors
+
+// Validates everything docs/ops.md#errors lists and resolves padding. `inputs` are the op's
 // inputs in spec order (data, filter, then output_shape or bias), already in their final
 // dtypes. Throws Error naming the offending key.
 ResolvedOp resolve_op(const std::string& opset, const std::string& op, const Attrs& attrs,
                       const std::vector<Tensor>& inputs);
+ResolvedOp resolve_op_info(const std::string& opset, const std::string& op, const Attrs& attrs,
+                           const std::vector<InputInfo>& inputs);
 
 // The op on the tape, with `inputs` in spec order (data, filter, then output_shape or bias).
 // The stored filter is relaid to the canonical W by differentiable permute and reshape, so

@@ -125,7 +125,7 @@ AxisResolution resolve_transposed_ov(const AxisParams& p, AutoPad ap, std::optio
         case AutoPad::SameLower: {
             r.total = narrow(std::max<wide>(0, wide{r.L} + p.output_padding - r.out), "output_padding", p, op,
                              "total padding");
-            // OpenVINO puts the odd unit at the beginning for same_upper here (OPS.md D1).
+            // OpenVINO puts the odd unit at the beginning for same_upper here (docs/ops.md#rule-t-ov-openvino-backprop-data-ops).
             if (ap == AutoPad::SameUpper) { r.pe = r.total / 2; r.pb = r.total - r.pe; }
             else { r.pb = r.total / 2; r.pe = r.total - r.pb; }
             r.rule = std::string("T-OV ") + auto_pad_name(ap) + " with output_shape";

@@ -610,6 +610,122 @@ TEST_CASE("cli explain prints the resolved pads and output shape (OPS.md Example
     }
 }
 
+TEST_CASE("cli explain works from shapes alone: inline {shape} and {values} inputs", "[cli]") {
+    CaseSpec c;
+    c.doc = {{"opset", "openvino"},
+             {"op", "ConvolutionBackpropData"},
+             {"attrs", {{"strides", {2}}, {"auto_pad", "same_upper"}}},
+             {"inputs", {{{"shape", {1, 1, 3}}, {"dtype", "f32"}}, {{"shape", {1, 1, 3}}}, {{"values", {6}}}}},
+             {"output", "out.npy"}};
+    {
+        TempDir work;
+        const CommandResult r = run_ok(c, work, "explain");
+        INFO(r.out);  // OPS.md Example 2, same_upper row: pb = 1
+        CHECK_THAT(r.out, Catch::Contains("data [1, 1, 3], filter [1, 1, 3]"));
+        CHECK_THAT(r.out, Catch::Contains("pads_begin 1"));
+        CHECK_THAT(r.out, Catch::Contains("output shape [1, 1, 6]"));
+        CHECK_THAT(r.out, Catch::Contains("dtype f32"));
+        CHECK_THAT(r.out, !Catch::Contains("warning:"));
+        CHECK(work.files() == std::set<std::string>{"case.json"});
+    }
+    // gradcheck needs only shapes too
+    {
+        TempDir work;
+        const CommandResult r = run_ok(c, work, "gradcheck");
+        CHECK_THAT(r.out, Catch::Contains("all checks passed"));
+    }
+    // run needs values: a shape-only input is refused, naming it
+    expect_error("run refuses a shape-only input", c, "inputs[0] gives only a shape");
+    // an inline {values} output_shape is complete: run accepts it
+    {
+        CaseSpec full = c;
+        full.doc["inputs"][0] = "data.npy";
+        full.doc["inputs"][1] = "filter.npy";
+        full.file("data.npy", Tensor::from({1, 1, 3}, {1, 2, 3})).file("filter.npy", Tensor::from({1, 1, 3}, {1, 2, 3}));
+        TempDir work;
+        run_ok(full, work);
+        CHECK(read_npy(work / "out.npy").values() == V{2, 5, 4, 9, 6, 9});
+    }
+    // an output_shape given by its shape alone has no values to resolve with
+    {
+        CaseSpec bad = c;
+        bad.doc["inputs"][2] = {{"shape", {1}}, {"dtype", "i64"}};
+        expect_error("explain: output_shape without values", bad, "output_shape", "explain");
+    }
+    // malformed inline entries
+    for (const json& entry : {json{{"shape", {1, 1, 3}}, {"values", {1}}}, json{{"values", {1.5}}},
+                              json{{"values", {2}}, {"dtype", "f32"}}, json{{"shape", {1, -1, 3}}},
+                              json{{"shape", {1, 1, 3}}, {"size", 3}}, json{{"shape", {1, 1, 3}}, {"dtype", "f8"}},
+                              json(3), json::object()}) {
+        CaseSpec bad = c;
+        bad.doc["inputs"][0] = entry;
+        expect_error("explain: inline input " + entry.dump(), bad, "inputs[0]", "explain");
+    }
+}
+
+TEST_CASE("cli explain reads only .npy headers", "[cli]") {
+    // A header whose payload is the right size but zeros: explain never looks at the values,
+    // and a float input of a few MB costs nothing but its header.
+    TempDir work;
+    CaseSpec c = ov_conv();
+    c.file("data.npy", Tensor::zeros({4, 3, 64, 64}, DType::f32)).file("filter.npy", Tensor::zeros({2, 3, 3, 3}, DType::f32));
+    const CommandResult r = run_ok(c, work, "explain");
+    CHECK_THAT(r.out, Catch::Contains("output shape [4, 2, 62, 62]"));
+}
+
+TEST_CASE("cli explain prints a legend defining every symbol it uses", "[cli]") {
+    TempDir work;
+    const CommandResult r = run_ok(ov_cbd().attr("pads_begin", {1}).attr("output_padding", {1}), work, "explain");
+    INFO(r.out);
+    CHECK_THAT(r.out, Catch::Contains("X 3, K 3, s 2, d 1, op 1"));
+    CHECK_THAT(r.out, Catch::Contains("legend"));
+    for (const char* sym : {"\n  CONV, CONVT ", "\n  G, O_g, I_g ", "\n  X ", "Y: its output size", "\n  K ", "s, d: stride, dilation",
+                            "\n  pb, pe ", "\n  op ", "total: pb + pe", "\n  eff ", "\n  L ", "\n  Yo ", "\n  rule "})
+        CHECK_THAT(r.out, Catch::Contains(sym));
+}
+
+TEST_CASE("cli explain warns about legal but surprising configurations", "[cli]") {
+    auto explain = [](const CaseSpec& c) {
+        TempDir work;
+        return run_ok(c, work, "explain").out;
+    };
+    {  // output_padding >= stride, and past pads_end: rows no input reaches
+        const std::string out = explain(ov_cbd().attr("output_padding", {2}));
+        INFO(out);
+        CHECK_THAT(out, Catch::Contains("warning: axis 0: output_padding 2 >= stride 2"));
+        CHECK_THAT(out, Catch::Contains("warning: axis 0: the last 2 output position(s) (t >= L - pb = 7) lie past the full "
+                                        "transposed length L = 7"));
+        CHECK_THAT(out, Catch::Contains("output_padding 2 > pads_end 0"));
+    }
+    {  // output_padding 1 <= pads_end 1: the extra row is a computed value, no zero rows
+        const std::string out = explain(ov_cbd().attr("pads_begin", {1}).attr("pads_end", {1}).attr("output_padding", {1}));
+        INFO(out);
+        CHECK_THAT(out, !Catch::Contains("warning:"));
+    }
+    {  // pads >= the dilated kernel extent: outputs that see only padding
+        const std::string out = explain(ov_conv().attr("pads_begin", {3}).attr("pads_end", {4}));
+        INFO(out);
+        CHECK_THAT(out, Catch::Contains("warning: axis 0: pads_begin 3 >= eff 3: the first 1 output(s) see only padding"));
+        CHECK_THAT(out, Catch::Contains("warning: axis 0: pads_end 4 is so large that the last 2 output(s) see only padding"));
+    }
+    {  // a requested output_shape beyond the full length (OPS.md Example 2, output_shape [8])
+        const std::string out = explain(ov_cbd_shape(ints({8})).attr("auto_pad", "same_upper"));
+        INFO(out);
+        CHECK_THAT(out, Catch::Contains("the last 1 output position(s)"));
+        CHECK_THAT(out, Catch::Contains("the requested output size 8 runs past L - pb = 7"));
+    }
+    {  // stride larger than the kernel: gaps
+        const std::string out = explain(ov_cbd().attr("strides", {4}));
+        INFO(out);
+        CHECK_THAT(out, Catch::Contains("warning: axis 0: stride 4 > eff 3"));
+    }
+    {  // output_padding that the op ignores
+        const std::string out = explain(onednn_cbd().attr("output_padding", {1}));
+        INFO(out);
+        CHECK_THAT(out, Catch::Contains("output_padding 1 is validated but has no effect"));
+    }
+}
+
 // ---- tapegrad bench ---------------------------------------------------------------------
 
 namespace {

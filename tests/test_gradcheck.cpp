@@ -51,12 +51,14 @@ Variable detached_cube(const Variable& x) {
                   });
 }
 
-// CONV whose data gradient uses pads_begin + 1: the right shape, the wrong adjoint.
+// CONV whose data gradient moves one unit of padding from the beginning to the end of
+// axis 0 (a geometry of the same sizes): the right shape, the wrong adjoint.
 Variable shifted_conv(const Variable& x, const Variable& W, const ConvGeometry& g) {
     return record("shifted_conv", conv_forward(x.value(), W.value(), g), {x, W}, {.inputs = {0, 1}, .output = false},
                   [g](const SavedContext& c, const Variable& gy) -> Grads {
                       ConvGeometry h = g;
-                      for (auto& p : h.pad_begin) p += 1;
+                      h.pad_begin[0] -= 1;
+                      h.pad_end[0] += 1;
                       return {conv_transpose(gy, c.input(1), h), conv_weight_grad(c.input(0), gy, g)};
                   });
 }
@@ -161,6 +163,59 @@ TEST_CASE("check_adjoint and gradcheck catch a wrong transpose; the other argume
     CHECK(gradcheck(good, in, opt).ok);
     opt.max_elements = 16;
     CHECK(gradgradcheck(good, in, opt).ok);
+}
+
+TEST_CASE("check_adjoint reports a map that is not linear instead of a bare FAIL", "[gradcheck]") {
+    CheckOptions opt;
+    opt.names = {"x", "W"};
+    const Tensor x = rnd({2, 3, 4}, 21);
+    const std::vector<std::pair<std::string, Function>> nonlinear = {
+        {"square", [](const std::vector<Variable>& v) { return v[0] * v[0]; }},
+        {"relu (positively homogeneous, caught by a < 0)", [](const std::vector<Variable>& v) { return relu(v[0]); }},
+        {"affine", [](const std::vector<Variable>& v) { return v[0] * 2.0 + 1.0; }},
+    };
+    for (const auto& [what, f] : nonlinear) {
+        const CheckReport r = check_adjoint(f, {x}, 0, opt);
+        INFO(what << "\n" << r.table());
+        CHECK_FALSE(r.ok);
+        REQUIRE(r.rows.size() == 1);  // the identity is not evaluated
+        CHECK(r.rows[0].check == "linearity");
+        CHECK_THAT(r.rows[0].note, Catch::StartsWith("not linear in input 0 (x): f("));
+        CHECK_THAT(r.rows[0].note, Catch::Contains("max diff"));
+        CHECK_THAT(r.table(), Catch::Contains("-> not linear in input 0 (x)"));
+        CHECK_THAT(r.failures(), Catch::Contains("linearity x: not linear in input 0 (x)"));
+    }
+    // a conv with a non-zero bias is affine in its data, not linear; with the bias at zero it passes
+    const ConvGeometry g = small_geometry();
+    const std::vector<Tensor> in{rnd(g.in_shape(), 22), rnd(g.weight_shape(), 23), rnd({g.out_shape()[1]}, 24)};
+    const Function fb = [g](const std::vector<Variable>& v) { return conv(v[0], v[1], g, v[2]); };
+    const CheckReport rb = check_adjoint(fb, in, 0, opt);
+    INFO(rb.table());
+    CHECK_FALSE(rb.ok);
+    CHECK_THAT(rb.rows[0].note, Catch::Contains("not linear in input 0 (x)"));
+    std::vector<Tensor> zero_bias = in;
+    zero_bias[2] = Tensor::zeros(in[2].shape(), DType::f64);
+    for (int k : {0, 1}) {
+        const CheckReport r = check_adjoint(fb, zero_bias, k, opt);
+        INFO(r.table());
+        CHECK(r.ok);
+        REQUIRE(r.rows.size() == 2);
+        CHECK(r.rows[0].check == "adjoint");
+        CHECK(r.rows[1].check == "linearity");
+        CHECK(r.rows[1].ok);
+        CHECK(r.rows[1].note.empty());
+    }
+    // a linear map in f32 passes too (the linearity check runs in f64)
+    const Function lin = [](const std::vector<Variable>& v) { return v[0] * 3.0 - v[0] * 0.5; };
+    CHECK(check_adjoint(lin, {x.to(DType::f32)}, 0, opt).ok);
+}
+
+TEST_CASE("a check report's table has a legend saying what analytic and numeric mean", "[gradcheck]") {
+    const Function f = [](const std::vector<Variable>& v) { return v[0] * v[0]; };
+    const std::string t = gradcheck(f, {rnd({3}, 25)}).table();
+    CHECK_THAT(t, Catch::Contains("legend:"));
+    CHECK_THAT(t, Catch::Contains("analytic = Jᵀv"));
+    CHECK_THAT(t, Catch::Contains("numeric = central finite differences"));
 }
 
 TEST_CASE("check_precision fails a low-precision path that drifts from f64", "[gradcheck]") {

@@ -1,6 +1,7 @@
 // `tapegrad gradcheck CASE.json`: the case's op on the tape (spec_op), checked with
 // gradcheck, gradgradcheck and the adjoint identity in f64 on random inputs of the case's
-// shapes, plus the case's dtype against f64 when it is not f64 (docs/gradcheck.md).
+// shapes, plus the case's dtype against f64 when it is not f64 (docs/gradcheck.md). Like
+// `explain`, it reads only the inputs' shapes (docs/cases.md#inputs).
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
@@ -31,16 +32,18 @@ Tensor uniform(const Shape& s, std::mt19937_64& rng) {
 int cmd_gradcheck(const std::string& path) {
     const CaseFile c = read_case(path);
     DType dt;
-    const std::vector<Tensor> case_inputs = load_inputs(c, dt);
-    const ResolvedOp r = resolve_op(c.opset, c.op, c.attrs, case_inputs);
+    // Only shapes are needed (and the values of an integer output_shape): the inputs are random.
+    const std::vector<InputInfo> case_inputs = input_infos(c, dt);
+    const ResolvedOp r = resolve_op_info(c.opset, c.op, c.attrs, case_inputs);
 
     std::mt19937_64 rng(0);
     std::vector<Tensor> x;
     std::vector<std::string> names;
     for (std::size_t i = 0; i < case_inputs.size(); ++i) {
         const int ii = static_cast<int>(i);
-        const Tensor& t = case_inputs[i];
-        x.push_back(is_float(t.dtype()) ? uniform(t.shape(), rng) : t);
+        const InputInfo& t = case_inputs[i];
+        x.push_back(is_float(t.dtype) ? uniform(t.shape, rng)
+                                      : Tensor::from(t.shape, std::vector<double>(t.values->begin(), t.values->end()), t.dtype));
         names.push_back(ii == r.data_input ? "data" : ii == r.filter_input ? "filter" : ii == r.bias_input ? "bias" : "output_shape");
     }
     const ag::Function f = [&r](const std::vector<ag::Variable>& v) { return tg::spec_op(r, v); };
