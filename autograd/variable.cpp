@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <ostream>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -131,11 +132,22 @@ Variable& Variable::set_name(std::string name) {
     return *this;
 }
 
-Tensor Variable::grad() const {
-    const Variable& g = impl_of(impl_).grad;
-    return g.defined() ? g.value() : Tensor();
+bool Variable::has_grad() const { return impl_of(impl_).grad.defined(); }
+
+Tensor Variable::grad() const { return grad_variable().value(); }
+
+Variable Variable::grad_variable() const {
+    const VarImpl& v = impl_of(impl_);
+    if (v.grad.defined()) return v.grad;
+    const std::string who = v.name.empty() ? std::string("this variable") : "'" + v.name + "'";
+    const std::string what = " (" + (v.node ? "result of '" + v.node->op + "', " : std::string()) + "shape " +
+                             shape_str(v.value.shape()) + ")";
+    if (!v.requires_grad)
+        fail("grad", who, what, " has no gradient: it does not require one (make it with param() or set_requires_grad())");
+    if (v.node)
+        fail("grad", who, what, " has no gradient: gradients accumulate into leaves only (use ag::grad() or a hook)");
+    fail("grad", who, what, " has no gradient yet: call backward() first (check has_grad() where that is expected)");
 }
-Variable Variable::grad_variable() const { return impl_of(impl_).grad; }
 void Variable::zero_grad() {
     impl_of(impl_);
     impl_->grad = Variable();
@@ -167,6 +179,15 @@ void Variable::register_hook(GradHook hook) {
 
 void Variable::backward(const Tensor& grad, bool retain_graph, bool create_graph) const {
     ag::backward({*this}, grad.defined() ? std::vector<Tensor>{grad} : std::vector<Tensor>{}, retain_graph, create_graph);
+}
+
+std::ostream& operator<<(std::ostream& os, const Variable& v) {
+    if (!v.defined()) return os << "variable(undefined)";
+    os << "variable(" << v.value() << ", requires_grad=" << (v.requires_grad() ? "true" : "false");
+    if (!v.op().empty()) os << ", op='" << v.op() << "'";
+    if (!v.name().empty()) os << ", name='" << v.name() << "'";
+    if (v.has_grad()) os << ", grad=true";
+    return os << ")";
 }
 
 Variable param(Tensor value, std::string name) { return Variable(std::move(value), true, std::move(name)); }
