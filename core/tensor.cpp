@@ -134,7 +134,7 @@ void Tensor::undefined_error(const char* what) {
 std::int64_t Tensor::dim(int axis) const {
     check_defined("dim");
     const int nd = ndim();
-    if (axis < -nd || axis >= nd) fail("axis", "axis ", axis, " out of range for a tensor of rank ", nd);
+    if (axis < -nd || axis >= nd) fail("axis", "Tensor::dim: axis ", axis, " out of range for shape ", shape_str(shape_), " (valid: ", -nd, "..", nd - 1, ")");
     return shape_[static_cast<std::size_t>(axis < 0 ? axis + nd : axis)];
 }
 
@@ -166,7 +166,8 @@ static bool matches(DType d) {
 template <class T>
 T* Tensor::data() {
     check_defined("data");
-    if (!matches<T>(dtype_)) fail("dtype", "Tensor::data: requested element type does not match dtype ", dtype_name(dtype_));
+    if (!matches<T>(dtype_)) fail("dtype", "Tensor::data: requested element type does not match dtype ", dtype_name(dtype_), " (tensor ",
+                                  shape_str(shape_), ")");
     return reinterpret_cast<T*>(storage_->bytes.get()) + offset_;
 }
 template <class T>
@@ -269,12 +270,15 @@ Tensor Tensor::reshape(const Shape& shape) const {
 Tensor Tensor::permute(const std::vector<int>& axes) const {
     check_defined("permute");
     const int nd = ndim();
-    if (static_cast<int>(axes.size()) != nd) fail("axes", "permute: ", axes.size(), " axes for a tensor of rank ", nd);
+    const auto axes_str = [&] { return shape_str(Shape(axes.begin(), axes.end())); };
+    if (static_cast<int>(axes.size()) != nd)
+        fail("axes", "permute: axes ", axes_str(), " has ", axes.size(), " entries for a tensor of shape ", shape_str(shape_));
     std::vector<bool> seen(nd, false);
     Tensor t = *this;
     for (int i = 0; i < nd; ++i) {
         const int a = axes[i];
-        if (a < 0 || a >= nd || seen[a]) fail("axes", "permute: axes is not a permutation of 0..", nd - 1);
+        if (a < 0 || a >= nd || seen[a])
+            fail("axes", "permute: axes ", axes_str(), " is not a permutation of 0..", nd - 1, " (tensor ", shape_str(shape_), ")");
         seen[a] = true;
         t.shape_[i] = shape_[a];
         t.strides_[i] = strides_[a];
@@ -285,12 +289,14 @@ Tensor Tensor::permute(const std::vector<int>& axes) const {
 Tensor Tensor::slice(int axis, std::int64_t begin, std::int64_t end, std::int64_t step) const {
     check_defined("slice");
     const int nd = ndim();
+    const int given = axis;
     if (axis < 0) axis += nd;
-    if (axis < 0 || axis >= nd) fail("axis", "slice: axis out of range for rank ", nd);
+    if (axis < 0 || axis >= nd) fail("axis", "slice: axis ", given, " out of range for shape ", shape_str(shape_));
     const std::int64_t n = shape_[axis];
-    if (step < 1) fail("step", "slice: step ", step, " must be >= 1");
+    if (step < 1) fail("step", "slice: step=", step, " must be >= 1 (axis ", axis, " of ", shape_str(shape_), ")");
     if (begin < 0 || end > n || begin > end)
-        fail("range", "slice: range [", begin, ", ", end, ") out of bounds for axis ", axis, " of size ", n);
+        fail("range", "slice: range [", begin, ", ", end, ") out of bounds for axis ", axis, " of size ", n, " (tensor ",
+             shape_str(shape_), ")");
     Tensor t = *this;
     t.offset_ += begin * strides_[axis];
     t.shape_[axis] = (end - begin + step - 1) / step;
@@ -310,7 +316,7 @@ std::vector<double> Tensor::values() const {
 
 double Tensor::item() const {
     check_defined("item");
-    if (numel() != 1) fail("tensor", "item: tensor of shape ", shape_str(shape_), " has ", numel(), " elements, not 1");
+    if (numel() != 1) fail("tensor", "Tensor::item: tensor of shape ", shape_str(shape_), " has ", numel(), " elements, not 1");
     return values()[0];
 }
 

@@ -246,3 +246,45 @@ TEST_CASE("grad() before backward says so; has_grad() asks", "[api][autograd]") 
         CHECK(e.key() == "grad");
     }
 }
+
+TEST_CASE("errors start with the op's name and show shapes and values", "[api][errors]") {
+    const auto key_of = [](auto&& f) -> std::string {
+        try {
+            f();
+        } catch (const Error& e) {
+            return e.key();
+        }
+        return "no error";
+    };
+    // element-wise ops name the autograd op, not "unary op"
+    const ag::Variable ints = ag::constant(Tensor::from({2, 3}, {1, 2, 3, 4, 5, 6}, DType::i64));
+    CHECK_THROWS_WITH(ag::relu(ints), Catch::StartsWith("relu: needs a float tensor, got i64 [2, 3]"));
+    CHECK_THROWS_WITH(ag::tanh(ints), Catch::StartsWith("tanh: "));
+    CHECK(key_of([&] { ag::relu(ints); }) == "dtype");
+    const ag::Variable x = ag::constant(zeros({2, 3})), y = ag::constant(zeros({4}));
+    CHECK_THROWS_WITH(ag::add(x, y), Catch::StartsWith("add: shapes [2, 3] and [4] do not broadcast"));
+    CHECK_THROWS_WITH(ag::mul(x, ints), Catch::StartsWith("mul: needs a float tensor, got i64 [2, 3] as operand b"));
+    CHECK_THROWS_WITH(ag::sum(x, {2}), Catch::StartsWith("sum: axis 2 out of range for a tensor of rank 2 (valid: -2..1)"));
+    CHECK_THROWS_WITH(ag::mean(x, {-3}), Catch::StartsWith("mean: axis -3"));
+    CHECK_THROWS_WITH(ag::reshape(x, {4, 2}), Catch::StartsWith("reshape: cannot view [2, 3] (6 elements) as [4, 2]"));
+    CHECK_THROWS_WITH(ag::permute(x, {0, 0}), Catch::StartsWith("permute: axes [0, 0] is not a permutation of 0..1 (tensor [2, 3])"));
+    CHECK_THROWS_WITH(ag::slice(x, 1, 0, 4), Catch::StartsWith("slice: range [0, 4) out of bounds for axis 1 of size 3 (tensor [2, 3])"));
+    CHECK_THROWS_WITH(zeros({2, 3}).dim(2), Catch::StartsWith("Tensor::dim: axis 2 out of range for shape [2, 3]"));
+    CHECK_THROWS_WITH(ag::concat({x, ag::Variable()}, 0), Catch::StartsWith("concat: part 1 of 2 is undefined"));
+    CHECK_THROWS_WITH(ag::Variable().value(), Catch::StartsWith("Variable::value: the variable is undefined"));
+    CHECK_THROWS_WITH(Tensor::from({2, 3}, {1, 2}), Catch::StartsWith("Tensor::from: 2 values for shape [2, 3] (6 elements)"));
+
+    // the conv geometry names the op, the offending value and the input shape
+    ConvParams p{.N = 2, .C_in = 8, .C_out = 6, .groups = 3, .in_size = {5, 5}, .kernel = {3, 3}};
+    CHECK_THROWS_WITH(ConvGeometry::transposed(p),
+                      Catch::Equals("conv_transpose: groups=3 does not divide C_in=8 (input [2, 8, 5, 5])"));
+    CHECK(key_of([&] { ConvGeometry::transposed(p); }) == "C_in");
+    p.groups = 1;
+    p.layout = Layout::NXC;
+    p.stride = {1, 0};
+    CHECK_THROWS_WITH(ConvGeometry::forward(p), Catch::StartsWith("conv: stride[1]=0 must be >= 1"));
+    ConvGeometry g = ConvGeometry::forward({.N = 1, .C_in = 2, .C_out = 2, .in_size = {4}, .kernel = {3}});
+    g.dilation = {0};
+    CHECK_THROWS_WITH(g.validate("conv"), Catch::StartsWith("conv: dilation[0]=0 must be >= 1 (dilation [0])"));
+    CHECK(key_of([&] { g.validate("conv"); }) == "geometry");
+}
