@@ -1,9 +1,11 @@
 // tapegrad: everything a training program or a gradient-check test needs, in one include.
 //   #include <tapegrad/tapegrad.hpp>      then link tapegrad::tapegrad
-// The parts: <tapegrad/core/tensor.hpp> (Tensor, dtypes), <tapegrad/autograd/...> (the tape,
-// differentiable ops, the conv family, gradcheck), <tapegrad/nn/...> (layers, optimizers,
-// checkpoints). The spec op table (<tapegrad/spec/opset.hpp>, tapegrad::spec) and dataset /
-// picture I/O (<tapegrad/data/...>, tapegrad::data) are separate libraries. Optional headers:
+// The parts: <tapegrad/core/tensor.hpp> (Tensor, dtypes, printing),
+// <tapegrad/core/factories.hpp> (zeros, randn, arange, ...; the Generator of
+// core/random.hpp), <tapegrad/autograd/...> (the tape, differentiable ops, the conv family,
+// gradcheck), <tapegrad/nn/...> (layers, optimizers, checkpoints). The spec op table
+// (<tapegrad/spec/opset.hpp>, tapegrad::spec) and dataset / picture I/O
+// (<tapegrad/data/...>, tapegrad::data) are separate libraries. Optional headers:
 // <tapegrad/core/xtensor.hpp> (zero-copy xtensor views; needs xtensor) and
 // <tapegrad/autograd/catch_matchers.hpp> (Catch2 matchers over the gradient checks).
 #pragma once
@@ -11,7 +13,9 @@
 #include "tapegrad/core/blas.hpp"
 #include "tapegrad/core/dtype.hpp"
 #include "tapegrad/core/error.hpp"
+#include "tapegrad/core/factories.hpp"
 #include "tapegrad/core/npy.hpp"
+#include "tapegrad/core/random.hpp"
 #include "tapegrad/core/tensor.hpp"
 #include "tapegrad/ops/conv_geometry.hpp"
 #include "tapegrad/autograd/variable.hpp"

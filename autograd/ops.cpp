@@ -161,9 +161,9 @@ Variable slice(const Variable& a, int axis, std::int64_t begin, std::int64_t end
 
 Variable concat(const std::vector<Variable>& parts, int axis) {
     std::vector<Tensor> values;
-    for (const Variable& p : parts) {
-        if (!p.defined()) fail("inputs", "concat: a part is undefined");
-        values.push_back(p.value());
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+        if (!parts[i].defined()) fail("inputs", "concat: part ", i, " of ", parts.size(), " is undefined");
+        values.push_back(parts[i].value());
     }
     Tensor y = tg::concat(values, axis);
     const int ax = axis < 0 ? axis + y.ndim() : axis;

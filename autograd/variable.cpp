@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <ostream>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -89,8 +90,8 @@ std::string describe(const std::string& name, int i) {
     return "input " + std::to_string(i) + (name.empty() ? std::string() : " ('" + name + "')");
 }
 
-const VarImpl& impl_of(const std::shared_ptr<VarImpl>& p) {
-    if (!p) fail("variable", "use of an undefined Variable");
+const VarImpl& impl_of(const std::shared_ptr<VarImpl>& p, const char* what) {
+    if (!p) fail("variable", "Variable::", what, ": the variable is undefined (a default-constructed Variable)");
     return *p;
 }
 
@@ -110,14 +111,14 @@ Variable::Variable(Tensor value, bool requires_grad, std::string name) : impl_(s
     impl_->name = std::move(name);
 }
 
-const Tensor& Variable::value() const { return impl_of(impl_).value; }
-bool Variable::requires_grad() const { return impl_of(impl_).requires_grad; }
-bool Variable::is_leaf() const { return impl_of(impl_).node == nullptr; }
-const std::string& Variable::name() const { return impl_of(impl_).name; }
-std::string Variable::op() const { return impl_of(impl_).node ? impl_->node->op : std::string(); }
+const Tensor& Variable::value() const { return impl_of(impl_, "value").value; }
+bool Variable::requires_grad() const { return impl_of(impl_, "requires_grad").requires_grad; }
+bool Variable::is_leaf() const { return impl_of(impl_, "is_leaf").node == nullptr; }
+const std::string& Variable::name() const { return impl_of(impl_, "name").name; }
+std::string Variable::op() const { return impl_of(impl_, "op").node ? impl_->node->op : std::string(); }
 
 Variable& Variable::set_requires_grad(bool on) {
-    impl_of(impl_);
+    impl_of(impl_, "set_requires_grad");
     if (impl_->node) fail("requires_grad", "set_requires_grad: '", impl_->node->op, "' result is not a leaf");
     if (on && !is_float(impl_->value.dtype()))
         fail("requires_grad", "set_requires_grad: a ", dtype_name(impl_->value.dtype()), " tensor cannot require a gradient");
@@ -126,23 +127,34 @@ Variable& Variable::set_requires_grad(bool on) {
 }
 
 Variable& Variable::set_name(std::string name) {
-    impl_of(impl_);
+    impl_of(impl_, "set_name");
     impl_->name = std::move(name);
     return *this;
 }
 
-Tensor Variable::grad() const {
-    const Variable& g = impl_of(impl_).grad;
-    return g.defined() ? g.value() : Tensor();
+bool Variable::has_grad() const { return impl_of(impl_, "has_grad").grad.defined(); }
+
+Tensor Variable::grad() const { return grad_variable().value(); }
+
+Variable Variable::grad_variable() const {
+    const VarImpl& v = impl_of(impl_, "grad");
+    if (v.grad.defined()) return v.grad;
+    const std::string who = v.name.empty() ? std::string("this variable") : "'" + v.name + "'";
+    const std::string what = " (" + (v.node ? "result of '" + v.node->op + "', " : std::string()) + "shape " +
+                             shape_str(v.value.shape()) + ")";
+    if (!v.requires_grad)
+        fail("grad", who, what, " has no gradient: it does not require one (make it with param() or set_requires_grad())");
+    if (v.node)
+        fail("grad", who, what, " has no gradient: gradients accumulate into leaves only (use ag::grad() or a hook)");
+    fail("grad", who, what, " has no gradient yet: call backward() first (check has_grad() where that is expected)");
 }
-Variable Variable::grad_variable() const { return impl_of(impl_).grad; }
 void Variable::zero_grad() {
-    impl_of(impl_);
+    impl_of(impl_, "zero_grad");
     impl_->grad = Variable();
 }
 
 void Variable::assign(const Tensor& src) {
-    impl_of(impl_);
+    impl_of(impl_, "assign");
     Tensor& v = impl_->value;
     if (!src.defined() || src.shape() != v.shape())
         fail("value", "assign: source shape ", src.defined() ? shape_str(src.shape()) : "undefined",
@@ -159,14 +171,25 @@ void Variable::assign(const Tensor& src) {
 Variable Variable::detach() const { return Variable(value(), false, name()); }
 
 void Variable::register_hook(GradHook hook) {
-    impl_of(impl_);
-    if (!impl_->requires_grad) fail("hook", "register_hook: the variable does not require a gradient");
+    impl_of(impl_, "register_hook");
+    if (!impl_->requires_grad)
+        fail("hook", "register_hook: ", impl_->name.empty() ? std::string("the variable") : "'" + impl_->name + "'", " (shape ",
+             shape_str(impl_->value.shape()), ") does not require a gradient");
     if (impl_->node) impl_->node->hooks.push_back(std::move(hook));
     else impl_->hooks.push_back(std::move(hook));
 }
 
 void Variable::backward(const Tensor& grad, bool retain_graph, bool create_graph) const {
     ag::backward({*this}, grad.defined() ? std::vector<Tensor>{grad} : std::vector<Tensor>{}, retain_graph, create_graph);
+}
+
+std::ostream& operator<<(std::ostream& os, const Variable& v) {
+    if (!v.defined()) return os << "variable(undefined)";
+    os << "variable(" << v.value() << ", requires_grad=" << (v.requires_grad() ? "true" : "false");
+    if (!v.op().empty()) os << ", op='" << v.op() << "'";
+    if (!v.name().empty()) os << ", name='" << v.name() << "'";
+    if (v.has_grad()) os << ", grad=true";
+    return os << ")";
 }
 
 Variable param(Tensor value, std::string name) { return Variable(std::move(value), true, std::move(name)); }

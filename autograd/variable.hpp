@@ -14,6 +14,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <iosfwd>
 #include <memory>
 #include <string>
 #include <vector>
@@ -53,9 +54,14 @@ public:
     // The recorded op that produced this variable ("" for a leaf).
     std::string op() const;
 
-    // The gradient accumulated by backward() into this leaf (undefined before any).
+    // Whether backward() has accumulated a gradient into this leaf (since the last zero_grad).
+    bool has_grad() const;
+    // The gradient accumulated by backward() into this leaf. Without one (no backward yet,
+    // after zero_grad(), or the variable does not require a gradient) it throws an Error
+    // (key "grad") saying so; ask has_grad() first where that is expected.
     Tensor grad() const;
     // The same as a Variable: after backward(create_graph = true) it carries a graph.
+    // Throws as grad() does.
     Variable grad_variable() const;
     void zero_grad();  // forgets the accumulated gradient
 
@@ -79,6 +85,12 @@ public:
 private:
     std::shared_ptr<VarImpl> impl_;
 };
+
+// Prints the value as the Tensor operator<< does, then the variable's state:
+//   variable(tensor([1., 2.], shape=[2], dtype=f32), requires_grad=true, name='w')
+// (plus op='add' for a recorded result, grad=true once it has a gradient; an undefined
+// Variable prints as "variable(undefined)").
+std::ostream& operator<<(std::ostream& os, const Variable& v);
 
 // A leaf that requires a gradient (a parameter) and one that does not (data, labels).
 Variable param(Tensor value, std::string name = {});

@@ -138,7 +138,7 @@ void gemm_from<double>(bool ta, std::int64_t M, std::int64_t N, std::int64_t K, 
 }
 
 void set_num_threads(int n) {
-    if (n < 1) fail("threads", "thread count ", n, " must be >= 1");
+    if (n < 1) fail("threads", "set_num_threads: thread count ", n, " must be >= 1");
     thread_setting() = n;
 }
 

@@ -1,6 +1,7 @@
 #include "tapegrad/core/error.hpp"
 
 #include <limits>
+#include <ostream>
 
 namespace tg {
 
@@ -12,6 +13,8 @@ std::string shape_str(const std::vector<std::int64_t>& shape) {
     }
     return s + "]";
 }
+
+std::ostream& operator<<(std::ostream& os, const std::vector<std::int64_t>& shape) { return os << shape_str(shape); }
 
 std::int64_t checked_mul(std::int64_t a, std::int64_t b, const std::string& key) {
     std::int64_t r;

@@ -22,6 +22,13 @@ private:
 // "[1, 2, 3]"
 std::string shape_str(const std::vector<std::int64_t>& shape);
 
+// Prints a shape (tg::Shape is std::vector<std::int64_t>) as shape_str does: "[2, 3]".
+// Declared here, before fail(), so fail("op: input ", x.shape()) prints shapes. Shape lives
+// in namespace std for argument-dependent lookup, so outside namespace tg this operator is
+// found only with `using namespace tg` (or `using tg::operator<<`); Catch2 keeps printing
+// vectors its own way ({ 2, 3 }).
+std::ostream& operator<<(std::ostream& os, const std::vector<std::int64_t>& shape);
+
 // Builds a message from any streamable pieces: fail("strides", "Convolution: strides[", i, "] is ", v).
 template <class... Parts>
 [[noreturn]] void fail(const std::string& key, const Parts&... parts) {

@@ -115,7 +115,8 @@ void for_each_offset(const Shape& shape, const Shape& strides, std::int64_t offs
 Tensor Tensor::from(const Shape& shape, const std::vector<double>& values, DType dtype) {
     Tensor t = empty(shape, dtype);
     if (static_cast<std::int64_t>(values.size()) != t.numel())
-        fail("values", "Tensor::from: ", values.size(), " values for shape ", shape_str(shape));
+        fail("values", "Tensor::from: ", values.size(), " values for shape ", shape_str(shape), " (", t.numel(),
+             " elements)");
     const std::size_t es = dtype_size(dtype);
     for (std::size_t i = 0; i < values.size(); ++i) store(dtype, t.storage_->bytes.get() + i * es, values[i]);
     return t;
@@ -125,15 +126,25 @@ Tensor Tensor::full(const Shape& shape, double value, DType dtype) {
     return from(shape, std::vector<double>(static_cast<std::size_t>(shape_numel(shape)), value), dtype);
 }
 
+void Tensor::undefined_error(const char* what) {
+    fail("tensor", "Tensor::", what,
+         ": the tensor is undefined (a default-constructed Tensor; make one with tg::zeros, tg::randn, Tensor::from, ...)");
+}
+
 std::int64_t Tensor::dim(int axis) const {
+    check_defined("dim");
     const int nd = ndim();
-    if (axis < -nd || axis >= nd) fail("axis", "axis ", axis, " out of range for a tensor of rank ", nd);
+    if (axis < -nd || axis >= nd) fail("axis", "Tensor::dim: axis ", axis, " out of range for shape ", shape_str(shape_), " (valid: ", -nd, "..", nd - 1, ")");
     return shape_[static_cast<std::size_t>(axis < 0 ? axis + nd : axis)];
 }
 
-std::int64_t Tensor::numel() const { return shape_numel(shape_); }
+std::int64_t Tensor::numel() const {
+    check_defined("numel");
+    return shape_numel(shape_);
+}
 
 bool Tensor::is_contiguous() const {
+    check_defined("is_contiguous");
     std::int64_t acc = 1;
     for (std::size_t i = shape_.size(); i-- > 0;) {
         if (shape_[i] != 1 && strides_[i] != acc) return numel() == 0;
@@ -154,7 +165,9 @@ static bool matches(DType d) {
 
 template <class T>
 T* Tensor::data() {
-    if (!matches<T>(dtype_)) fail("dtype", "Tensor::data: requested element type does not match dtype ", dtype_name(dtype_));
+    check_defined("data");
+    if (!matches<T>(dtype_)) fail("dtype", "Tensor::data: requested element type does not match dtype ", dtype_name(dtype_), " (tensor ",
+                                  shape_str(shape_), ")");
     return reinterpret_cast<T*>(storage_->bytes.get()) + offset_;
 }
 template <class T>
@@ -172,10 +185,14 @@ template const std::uint16_t* Tensor::data<std::uint16_t>() const;
 template const std::int32_t* Tensor::data<std::int32_t>() const;
 template const std::int64_t* Tensor::data<std::int64_t>() const;
 
-void* Tensor::raw_data() { return storage_->bytes.get() + offset_ * static_cast<std::int64_t>(dtype_size(dtype_)); }
+void* Tensor::raw_data() {
+    check_defined("raw_data");
+    return storage_->bytes.get() + offset_ * static_cast<std::int64_t>(dtype_size(dtype_));
+}
 const void* Tensor::raw_data() const { return const_cast<Tensor*>(this)->raw_data(); }
 
 Tensor Tensor::contiguous() const {
+    check_defined("contiguous");
     if (is_contiguous()) return *this;
     Tensor out = empty(shape_, dtype_);
     const std::size_t es = dtype_size(dtype_);
@@ -189,6 +206,7 @@ Tensor Tensor::contiguous() const {
 }
 
 Tensor Tensor::clone() const {
+    check_defined("clone");
     Tensor c = contiguous();
     if (c.storage_ != storage_) return c;
     Tensor out = empty(shape_, dtype_);
@@ -197,6 +215,7 @@ Tensor Tensor::clone() const {
 }
 
 Tensor Tensor::to(DType dtype) const {
+    check_defined("to");
     if (dtype == dtype_) return *this;
     const Tensor src = contiguous();
     Tensor out = empty(shape_, dtype);
@@ -238,6 +257,7 @@ Tensor Tensor::to(DType dtype) const {
 }
 
 Tensor Tensor::reshape(const Shape& shape) const {
+    check_defined("reshape");
     const std::int64_t n = shape_numel(shape, "shape");
     if (n != numel())
         fail("shape", "reshape: cannot view ", shape_str(shape_), " (", numel(), " elements) as ", shape_str(shape));
@@ -248,13 +268,17 @@ Tensor Tensor::reshape(const Shape& shape) const {
 }
 
 Tensor Tensor::permute(const std::vector<int>& axes) const {
+    check_defined("permute");
     const int nd = ndim();
-    if (static_cast<int>(axes.size()) != nd) fail("axes", "permute: ", axes.size(), " axes for a tensor of rank ", nd);
+    const auto axes_str = [&] { return shape_str(Shape(axes.begin(), axes.end())); };
+    if (static_cast<int>(axes.size()) != nd)
+        fail("axes", "permute: axes ", axes_str(), " has ", axes.size(), " entries for a tensor of shape ", shape_str(shape_));
     std::vector<bool> seen(nd, false);
     Tensor t = *this;
     for (int i = 0; i < nd; ++i) {
         const int a = axes[i];
-        if (a < 0 || a >= nd || seen[a]) fail("axes", "permute: axes is not a permutation of 0..", nd - 1);
+        if (a < 0 || a >= nd || seen[a])
+            fail("axes", "permute: axes ", axes_str(), " is not a permutation of 0..", nd - 1, " (tensor ", shape_str(shape_), ")");
         seen[a] = true;
         t.shape_[i] = shape_[a];
         t.strides_[i] = strides_[a];
@@ -263,13 +287,16 @@ Tensor Tensor::permute(const std::vector<int>& axes) const {
 }
 
 Tensor Tensor::slice(int axis, std::int64_t begin, std::int64_t end, std::int64_t step) const {
+    check_defined("slice");
     const int nd = ndim();
+    const int given = axis;
     if (axis < 0) axis += nd;
-    if (axis < 0 || axis >= nd) fail("axis", "slice: axis out of range for rank ", nd);
+    if (axis < 0 || axis >= nd) fail("axis", "slice: axis ", given, " out of range for shape ", shape_str(shape_));
     const std::int64_t n = shape_[axis];
-    if (step < 1) fail("step", "slice: step ", step, " must be >= 1");
+    if (step < 1) fail("step", "slice: step=", step, " must be >= 1 (axis ", axis, " of ", shape_str(shape_), ")");
     if (begin < 0 || end > n || begin > end)
-        fail("range", "slice: range [", begin, ", ", end, ") out of bounds for axis ", axis, " of size ", n);
+        fail("range", "slice: range [", begin, ", ", end, ") out of bounds for axis ", axis, " of size ", n, " (tensor ",
+             shape_str(shape_), ")");
     Tensor t = *this;
     t.offset_ += begin * strides_[axis];
     t.shape_[axis] = (end - begin + step - 1) / step;
@@ -278,6 +305,7 @@ Tensor Tensor::slice(int axis, std::int64_t begin, std::int64_t end, std::int64_
 }
 
 std::vector<double> Tensor::values() const {
+    check_defined("values");
     std::vector<double> v;
     v.reserve(static_cast<std::size_t>(numel()));
     const std::size_t es = dtype_size(dtype_);
@@ -287,11 +315,15 @@ std::vector<double> Tensor::values() const {
 }
 
 double Tensor::item() const {
-    if (numel() != 1) fail("tensor", "item: tensor of shape ", shape_str(shape_), " has ", numel(), " elements, not 1");
+    check_defined("item");
+    if (numel() != 1) fail("tensor", "Tensor::item: tensor of shape ", shape_str(shape_), " has ", numel(), " elements, not 1");
     return values()[0];
 }
 
-void Tensor::bump_version() { ++storage_->version; }
+void Tensor::bump_version() {
+    check_defined("bump_version");
+    ++storage_->version;
+}
 std::uint64_t Tensor::version() const { return storage_ ? storage_->version : 0; }
 
 }  // namespace tg

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <iosfwd>
 #include <memory>
 #include <string>
 #include <vector>
@@ -34,23 +35,30 @@ struct Storage {
 // Product of the dims, failing with `key` on a negative dim or int64 overflow.
 std::int64_t shape_numel(const Shape& shape, const std::string& key = "shape");
 
+// The one default dtype of every factory: f32 (pass DType::f64 for gradient checks).
+inline constexpr DType kDefaultDType = DType::f32;
+
 class Tensor {
 public:
-    Tensor() = default;  // undefined: defined() is false
+    // Undefined: defined() is false, and every other accessor (shape, numel, values, data,
+    // to, reshape, ...) throws an Error (key "tensor") saying that the tensor is undefined.
+    Tensor() = default;
 
-    static Tensor empty(const Shape& shape, DType dtype);
-    static Tensor zeros(const Shape& shape, DType dtype);
-    static Tensor full(const Shape& shape, double value, DType dtype);
+    // The free functions of core/factories.hpp (tg::zeros, tg::full, tg::randn, ...) are
+    // the everyday spelling; these stay for code that names the class.
+    static Tensor empty(const Shape& shape, DType dtype = kDefaultDType);
+    static Tensor zeros(const Shape& shape, DType dtype = kDefaultDType);
+    static Tensor full(const Shape& shape, double value, DType dtype = kDefaultDType);
     // Values given in C order as doubles, stored as `dtype` (rounded once).
-    static Tensor from(const Shape& shape, const std::vector<double>& values, DType dtype = DType::f64);
+    static Tensor from(const Shape& shape, const std::vector<double>& values, DType dtype = kDefaultDType);
 
     bool defined() const { return storage_ != nullptr; }
-    const Shape& shape() const { return shape_; }
-    const Shape& strides() const { return strides_; }
-    int ndim() const { return static_cast<int>(shape_.size()); }
+    const Shape& shape() const { check_defined("shape"); return shape_; }
+    const Shape& strides() const { check_defined("strides"); return strides_; }
+    int ndim() const { check_defined("ndim"); return static_cast<int>(shape_.size()); }
     std::int64_t dim(int axis) const;
     std::int64_t numel() const;
-    DType dtype() const { return dtype_; }
+    DType dtype() const { check_defined("dtype"); return dtype_; }
     bool is_contiguous() const;
 
     // Typed pointer to the first element; T must match the dtype (std::uint16_t for f16/bf16).
@@ -77,6 +85,12 @@ public:
     const void* storage_id() const { return storage_.get(); }
 
 private:
+    // Throws "Tensor::<what>: the tensor is undefined ..." when !defined().
+    void check_defined(const char* what) const {
+        if (!storage_) undefined_error(what);
+    }
+    [[noreturn]] static void undefined_error(const char* what);
+
     std::shared_ptr<Storage> storage_;
     std::int64_t offset_ = 0;  // in elements
     Shape shape_, strides_;
@@ -85,5 +99,17 @@ private:
 
 // Row-major strides of a shape, in elements.
 Shape contiguous_strides(const Shape& shape);
+
+// PyTorch-like printing (core/print.cpp), e.g. for a [2, 3] f32 tensor
+//   tensor([[1., 2., 3.],
+//           [4., 5., 6.]], shape=[2, 3], dtype=f32)
+// Floats: integral values as "1.", otherwise 4 decimals, fixed or (for very large, very
+// small or widely spread values) scientific; all elements padded to one width. A tensor of
+// more than 1000 elements shows the first and last 3 entries of each axis around "...".
+// An undefined tensor prints as "tensor(undefined)". (The operator<< for Shape is in
+// core/error.hpp.)
+std::ostream& operator<<(std::ostream& os, const Tensor& t);
+// The same text as a string.
+std::string to_string(const Tensor& t);
 
 }  // namespace tg

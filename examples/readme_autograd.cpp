@@ -1,24 +1,19 @@
 // The autograd example of the README (docs/autograd.md): a small model, its gradients, and
 // a gradient check. Built with the project, so the README's snippet always compiles.
 #include <iostream>
-#include <random>
 
 #include "tapegrad/autograd/conv.hpp"
 #include "tapegrad/autograd/gradcheck.hpp"
 #include "tapegrad/autograd/ops.hpp"
+#include "tapegrad/core/factories.hpp"
 
 using namespace tg;
 using namespace tg::ag;
 
-static Tensor randn(const Shape& s) {
-    static std::mt19937 rng(0);
-    std::normal_distribution<double> nd;
-    std::vector<double> v(static_cast<std::size_t>(shape_numel(s)));
-    for (double& e : v) e = nd(rng);
-    return Tensor::from(s, v, DType::f64);
-}
-
 int main() {
+    // randn(shape): a normal random f64 tensor (gradient checks want f64; the default is f32)
+    Generator gen(0);
+    auto randn = [&](const Shape& s) { return tg::randn(s, DType::f64, gen); };
     // 1-D conv, 2 -> 3 channels, kernel 3, stride 2, pad 1, on 4 signals of length 8 -> length 4
     const ConvGeometry g = ConvGeometry::forward({.N = 4, .C_in = 2, .C_out = 3, .in_size = {8}, .kernel = {3},
                                                                  .stride = {2}, .pads_begin = {1}, .pads_end = {1}});

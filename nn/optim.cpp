@@ -33,8 +33,8 @@ SGD::SGD(std::vector<ag::Variable> params, double lr, double momentum, double we
 
 void SGD::step() {
     for (std::size_t i = 0; i < params_.size(); ++i) {
+        if (!params_[i].has_grad()) continue;
         const Tensor g = params_[i].grad();
-        if (!g.defined()) continue;
         std::vector<double> p = params_[i].value().values();
         const std::vector<double> gv = g.values();
         std::vector<double>& v = velocity_[i];
@@ -64,8 +64,8 @@ void Adam::step() {
     ++t_;
     const double c1 = 1 - std::pow(b1_, static_cast<double>(t_)), c2 = 1 - std::pow(b2_, static_cast<double>(t_));
     for (std::size_t i = 0; i < params_.size(); ++i) {
+        if (!params_[i].has_grad()) continue;
         const Tensor g = params_[i].grad();
-        if (!g.defined()) continue;
         std::vector<double> p = params_[i].value().values();
         const std::vector<double> gv = g.values();
         for (std::size_t k = 0; k < p.size(); ++k) {

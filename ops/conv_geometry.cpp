@@ -19,18 +19,28 @@ Shape per_axis(const Shape& v, std::size_t D, std::int64_t dflt, const char* key
     return v;
 }
 
+// " (input [2, 8, 5, 5])": the op's input shape as the params describe it, in its layout.
+std::string input_desc(const ConvParams& p) {
+    Shape s{p.N};
+    if (p.layout == Layout::NCX) s.push_back(p.C_in);
+    s.insert(s.end(), p.in_size.begin(), p.in_size.end());
+    if (p.layout == Layout::NXC) s.push_back(p.C_in);
+    return " (input " + shape_str(s) + ")";
+}
+
 // The shared part of both constructors: channels, groups and the per-axis lists.
 ConvGeometry base(const ConvParams& p, bool transposed, const std::string& op) {
     const std::size_t D = p.kernel.size();
     if (D == 0) fail("kernel", op, ": the kernel needs at least one spatial axis");
     if (p.in_size.size() != D)
         fail("in_size", op, ": the input has ", p.in_size.size(), " spatial axes, the kernel ", shape_str(p.kernel), " has ", D);
-    if (p.N < 0) fail("N", op, ": batch size N=", p.N, " must be >= 0");
-    if (p.groups < 1) fail("groups", op, ": groups=", p.groups, " must be >= 1");
-    if (p.C_in < 1 || p.C_in % p.groups)
-        fail("C_in", op, ": groups=", p.groups, " does not divide C_in=", p.C_in);
-    if (p.C_out < 1 || p.C_out % p.groups)
-        fail("C_out", op, ": groups=", p.groups, " does not divide C_out=", p.C_out);
+    if (p.N < 0) fail("N", op, ": batch size N=", p.N, " must be >= 0", input_desc(p));
+    if (p.groups < 1) fail("groups", op, ": groups=", p.groups, " must be >= 1", input_desc(p));
+    if (p.C_in < 1) fail("C_in", op, ": C_in=", p.C_in, " must be >= 1", input_desc(p));
+    if (p.C_in % p.groups) fail("C_in", op, ": groups=", p.groups, " does not divide C_in=", p.C_in, input_desc(p));
+    if (p.C_out < 1) fail("C_out", op, ": C_out=", p.C_out, " must be >= 1", input_desc(p));
+    if (p.C_out % p.groups)
+        fail("C_out", op, ": groups=", p.groups, " does not divide C_out=", p.C_out, input_desc(p));
     ConvGeometry g;
     g.N = p.N;
     g.G = p.groups;
@@ -149,11 +159,22 @@ void ConvGeometry::validate(const std::string& op) const {
         in_size.size() != D || out_size.size() != D)
         fail("geometry", op, ": per-axis lists must all have the same length D >= 1 (build geometries with "
              "ConvGeometry::forward or ConvGeometry::transposed)");
-    if (N < 0 || G < 1 || Ig < 1 || Og < 1) fail("geometry", op, ": bad N/G/Ig/Og ", N, "/", G, "/", Ig, "/", Og);
+    const auto counts = [&] { return " (N=" + std::to_string(N) + ", G=" + std::to_string(G) + ", Ig=" + std::to_string(Ig) +
+                                     ", Og=" + std::to_string(Og) + ")"; };
+    if (N < 0) fail("geometry", op, ": N=", N, " must be >= 0", counts());
+    if (G < 1) fail("geometry", op, ": G=", G, " must be >= 1", counts());
+    if (Ig < 1) fail("geometry", op, ": Ig=", Ig, " (input channels per group) must be >= 1", counts());
+    if (Og < 1) fail("geometry", op, ": Og=", Og, " (output channels per group) must be >= 1", counts());
     for (std::size_t a = 0; a < D; ++a) {
-        if (kernel[a] < 1 || stride[a] < 1 || dilation[a] < 1 || pad_begin[a] < 0 || in_size[a] < 1 || out_size[a] < 1)
-            fail("geometry", op, ": bad value on spatial axis ", a, " (kernel ", kernel[a], ", stride ", stride[a], ", dilation ",
-                 dilation[a], ", pad_begin ", pad_begin[a], ", sizes ", in_size[a], " -> ", out_size[a], ")");
+        const auto at = [&](const char* name, const Shape& v, const char* rule) {
+            fail("geometry", op, ": ", name, "[", a, "]=", v[a], " must be ", rule, " (", name, " ", shape_str(v), ")");
+        };
+        if (kernel[a] < 1) at("kernel", kernel, ">= 1");
+        if (stride[a] < 1) at("stride", stride, ">= 1");
+        if (dilation[a] < 1) at("dilation", dilation, ">= 1");
+        if (pad_begin[a] < 0) at("pad_begin", pad_begin, ">= 0");
+        if (in_size[a] < 1) at("in_size", in_size, ">= 1");
+        if (out_size[a] < 1) at("out_size", out_size, ">= 1");
         // The kernels form j·s + k·d − pb and compare it with X: all of it must stay far
         // from the int64 limits.
         const wide far = wide{out_size[a] - 1} * stride[a] + wide{kernel[a] - 1} * dilation[a];

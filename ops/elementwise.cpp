@@ -12,9 +12,10 @@ namespace tg {
 
 namespace {
 
-void need_float(const Tensor& t, const char* op) {
-    if (!t.defined()) fail("input", op, ": input is undefined");
-    if (!is_float(t.dtype())) fail("dtype", op, ": needs a float tensor, got ", dtype_name(t.dtype()));
+void need_float(const Tensor& t, const char* op, const char* which = "input") {
+    if (!t.defined()) fail("input", op, ": ", which, " is undefined");
+    if (!is_float(t.dtype()))
+        fail("dtype", op, ": needs a float tensor, got ", dtype_name(t.dtype()), " ", shape_str(t.shape()), " as ", which);
 }
 
 // Element strides of a contiguous tensor of shape `s` read as shape `out` (right-aligned,
@@ -116,6 +117,23 @@ bool vector_op(UnaryOp op, simd_ew::Un& v) {
     }
 }
 
+// The autograd op's name, for errors.
+const char* unary_name(UnaryOp op) {
+    switch (op) {
+        case UnaryOp::Neg: return "neg";
+        case UnaryOp::Exp: return "exp";
+        case UnaryOp::Log: return "log";
+        case UnaryOp::Relu: return "relu";
+        case UnaryOp::LeakyRelu: return "leaky_relu";
+        case UnaryOp::Sigmoid: return "sigmoid";
+        case UnaryOp::Tanh: return "tanh";
+        case UnaryOp::Softplus: return "softplus";
+        case UnaryOp::Step: return "step";
+        case UnaryOp::Abs: return "abs";
+    }
+    return "?";
+}
+
 const char* binary_name(BinaryOp op) {
     switch (op) {
         case BinaryOp::Add: return "add";
@@ -144,8 +162,8 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const std::string& op) {
 
 Tensor binary_op(BinaryOp op, const Tensor& a, const Tensor& b) {
     const char* name = binary_name(op);
-    need_float(a, name);
-    need_float(b, name);
+    need_float(a, name, "operand a");
+    need_float(b, name, "operand b");
     if (a.dtype() != b.dtype())
         fail("dtype", name, ": operand dtypes differ (", dtype_name(a.dtype()), " ", shape_str(a.shape()), " and ",
              dtype_name(b.dtype()), " ", shape_str(b.shape()), ")");
@@ -176,7 +194,7 @@ Tensor binary_op(BinaryOp op, const Tensor& a, const Tensor& b) {
 }
 
 Tensor unary_op(UnaryOp op, const Tensor& x, double param) {
-    need_float(x, "unary op");
+    need_float(x, unary_name(op));
     const DType ct = compute_dtype(x.dtype());
     const Tensor X = x.to(ct).contiguous();
     Tensor out = Tensor::empty(x.shape(), ct);

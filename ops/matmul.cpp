@@ -7,13 +7,13 @@
 namespace tg {
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
-    if (!a.defined() || !b.defined()) fail("input", "matmul: operand is undefined");
+    if (!a.defined() || !b.defined()) fail("input", "matmul: operand ", a.defined() ? "b" : "a", " is undefined");
     if (a.ndim() != 2 || b.ndim() != 2 || a.shape()[1] != b.shape()[0])
         fail("shape", "matmul: shapes ", shape_str(a.shape()), " and ", shape_str(b.shape()),
              " are not [M, K] and [K, N]");
     if (a.dtype() != b.dtype() || !is_float(a.dtype()))
-        fail("dtype", "matmul: operands must share one float dtype, got ", dtype_name(a.dtype()), " and ",
-             dtype_name(b.dtype()));
+        fail("dtype", "matmul: operands must share one float dtype, got ", dtype_name(a.dtype()), " ", shape_str(a.shape()),
+             " and ", dtype_name(b.dtype()), " ", shape_str(b.shape()));
     const std::int64_t M = a.shape()[0], K = a.shape()[1], N = b.shape()[1];
     const DType ct = compute_dtype(a.dtype());
     const Tensor A = a.to(ct).contiguous(), B = b.to(ct).contiguous();

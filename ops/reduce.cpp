@@ -14,7 +14,7 @@ namespace {
 
 void need_float(const Tensor& t, const char* op) {
     if (!t.defined()) fail("input", op, ": input is undefined");
-    if (!is_float(t.dtype())) fail("dtype", op, ": needs a float tensor, got ", dtype_name(t.dtype()));
+    if (!is_float(t.dtype())) fail("dtype", op, ": needs a float tensor, got ", dtype_name(t.dtype()), " ", shape_str(t.shape()));
 }
 
 // The scalar forms of simd_reduce::Kernels (the table simd_reduce::scalar), in the same order
@@ -64,7 +64,7 @@ std::vector<int> normalize_axes(const std::vector<int>& axes, int ndim, const ch
     std::vector<bool> seen(static_cast<std::size_t>(ndim), false);
     for (int a : axes) {
         const int b = a < 0 ? a + ndim : a;
-        if (b < 0 || b >= ndim) fail("axis", op, ": axis ", a, " out of range for a tensor of rank ", ndim);
+        if (b < 0 || b >= ndim) fail("axis", op, ": axis ", a, " out of range for a tensor of rank ", ndim, " (valid: ", -ndim, "..", ndim - 1, ")");
         if (seen[static_cast<std::size_t>(b)]) fail("axis", op, ": axis ", a, " given twice");
         seen[static_cast<std::size_t>(b)] = true;
         out.push_back(b);

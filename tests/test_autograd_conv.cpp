@@ -225,12 +225,12 @@ TEST_CASE("spec_op gradients reproduce OPS.md Example 1 and its double backward 
     OneThread one_thread;
     using V = std::vector<std::int64_t>;
     const Attrs attrs{{"strides", V{2}}, {"pads_begin", V{1}}, {"pads_end", V{1}}, {"output_padding", V{0}}};
-    const Tensor data = Tensor::from({1, 1, 3}, {1, 2, 3}), filter = Tensor::from({1, 1, 3}, {1, 2, 3});
+    const Tensor data = Tensor::from({1, 1, 3}, {1, 2, 3}, DType::f64), filter = Tensor::from({1, 1, 3}, {1, 2, 3}, DType::f64);
     const ResolvedOp r = resolve_op("openvino", "ConvolutionBackpropData", attrs, {data, filter});
     Variable d = param(data), f = param(filter);
     const Variable y = spec_op(r, {d, f});
     CHECK(y.value().values() == std::vector<double>{2, 5, 4, 9, 6});
-    y.backward(Tensor::from({1, 1, 5}, {1, 0, 0, 0, 1}));
+    y.backward(Tensor::from({1, 1, 5}, {1, 0, 0, 0, 1}, DType::f64));
     CHECK(d.grad().values() == std::vector<double>{2, 0, 2});
     CHECK(f.grad().values() == std::vector<double>{0, 4, 0});
 

@@ -83,7 +83,7 @@ std::vector<OpCase> op_cases() {
 }  // namespace
 
 TEST_CASE("forward values of the element-wise, shape and reduction ops", "[autograd]") {
-    const Variable a = constant(Tensor::from({2, 3}, {1, 2, 3, 4, 5, 6}));
+    const Variable a = constant(Tensor::from({2, 3}, {1, 2, 3, 4, 5, 6}, DType::f64));
     CHECK(vals(sum(a, {0})) == std::vector<double>{5, 7, 9});
     CHECK(vals(sum(a, {1}, true)) == std::vector<double>{6, 15});
     CHECK(sum(a, {1}, true).shape() == Shape{2, 1});
@@ -91,30 +91,30 @@ TEST_CASE("forward values of the element-wise, shape and reduction ops", "[autog
     CHECK(vals(permute(a, {1, 0})) == std::vector<double>{1, 4, 2, 5, 3, 6});
     CHECK(vals(slice(a, 1, 0, 3, 2)) == std::vector<double>{1, 3, 4, 6});
     CHECK(vals(concat({a, slice(a, 1, 2, 3)}, 1)) == std::vector<double>{1, 2, 3, 3, 4, 5, 6, 6});
-    CHECK(vals(matmul(a, constant(Tensor::from({3, 1}, {1, 0, -1})))) == std::vector<double>{-2, -2});
-    CHECK(vals(relu(constant(Tensor::from({3}, {-1, 0, 2})))) == std::vector<double>{0, 0, 2});
-    CHECK(vals(leaky_relu(constant(Tensor::from({2}, {-2, 3})), 0.5)) == std::vector<double>{-1, 3});
-    const auto sm = vals(softmax(constant(Tensor::from({3}, {1, 2, 3}))));
+    CHECK(vals(matmul(a, constant(Tensor::from({3, 1}, {1, 0, -1}, DType::f64)))) == std::vector<double>{-2, -2});
+    CHECK(vals(relu(constant(Tensor::from({3}, {-1, 0, 2}, DType::f64)))) == std::vector<double>{0, 0, 2});
+    CHECK(vals(leaky_relu(constant(Tensor::from({2}, {-2, 3}, DType::f64)), 0.5)) == std::vector<double>{-1, 3});
+    const auto sm = vals(softmax(constant(Tensor::from({3}, {1, 2, 3}, DType::f64))));
     const double z = std::exp(1.0) + std::exp(2.0) + std::exp(3.0);
     CHECK(sm[2] == Approx(std::exp(3.0) / z));
-    CHECK(vals(log_softmax(constant(Tensor::from({3}, {1, 2, 3}))))[0] == Approx(1 - std::log(z)));
+    CHECK(vals(log_softmax(constant(Tensor::from({3}, {1, 2, 3}, DType::f64))))[0] == Approx(1 - std::log(z)));
     // stable for large logits
-    const auto big = vals(log_softmax(constant(Tensor::from({2}, {1000, 0}))));
+    const auto big = vals(log_softmax(constant(Tensor::from({2}, {1000, 0}, DType::f64))));
     CHECK(big[0] == Approx(0).margin(1e-12));
     CHECK(big[1] == Approx(-1000));
-    CHECK(vals(sigmoid(constant(Tensor::from({2}, {-800, 800})))) == std::vector<double>{0, 1});
-    CHECK(vals(softplus(constant(Tensor::from({2}, {-800, 800})))) == std::vector<double>{0, 800});
+    CHECK(vals(sigmoid(constant(Tensor::from({2}, {-800, 800}, DType::f64)))) == std::vector<double>{0, 1});
+    CHECK(vals(softplus(constant(Tensor::from({2}, {-800, 800}, DType::f64)))) == std::vector<double>{0, 800});
 }
 
 TEST_CASE("loss values match hand computations", "[autograd]") {
     // mse: ((1−0)² + (2−4)²)/2 = 2.5
-    CHECK(mse_loss(constant(Tensor::from({2}, {1, 2})), constant(Tensor::from({2}, {0, 4}))).item() == 2.5);
+    CHECK(mse_loss(constant(Tensor::from({2}, {1, 2}, DType::f64)), constant(Tensor::from({2}, {0, 4}, DType::f64))).item() == 2.5);
     // cross-entropy of logits [0, ln 3] with label 1: −log(3/4); with label 0: −log(1/4)
-    const Variable logits = constant(Tensor::from({2, 2}, {0, std::log(3.0), 0, std::log(3.0)}));
+    const Variable logits = constant(Tensor::from({2, 2}, {0, std::log(3.0), 0, std::log(3.0)}, DType::f64));
     const Variable labels = constant(Tensor::from({2}, {1, 0}, DType::i64));
     CHECK(cross_entropy(logits, labels).item() == Approx((-std::log(0.75) - std::log(0.25)) / 2));
     // bce: x = 0, t = 1 gives log 2; x = 2, t = 0 gives log(1 + e²)
-    const double bce = bce_with_logits(constant(Tensor::from({2}, {0, 2})), constant(Tensor::from({2}, {1, 0}))).item();
+    const double bce = bce_with_logits(constant(Tensor::from({2}, {0, 2}, DType::f64)), constant(Tensor::from({2}, {1, 0}, DType::f64))).item();
     CHECK(bce == Approx((std::log(2.0) + std::log(1 + std::exp(2.0))) / 2));
     CHECK_THROWS_WITH(cross_entropy(logits, constant(Tensor::from({2}, {1, 2}, DType::i64))),
                       Catch::Contains("label 1 is 2, outside [0, 2)"));

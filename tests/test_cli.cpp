@@ -61,7 +61,7 @@ CaseSpec ov_cbd() {
     CaseSpec c;
     c.doc = {{"opset", "openvino"}, {"op", "ConvolutionBackpropData"}, {"attrs", {{"strides", {2}}}},
              {"inputs", {"data.npy", "filter.npy"}}, {"output", "out.npy"}};
-    c.file("data.npy", Tensor::from({1, 1, 3}, {1, 2, 3})).file("filter.npy", Tensor::from({1, 1, 3}, {1, 2, 3}));
+    c.file("data.npy", Tensor::from({1, 1, 3}, {1, 2, 3}, DType::f64)).file("filter.npy", Tensor::from({1, 1, 3}, {1, 2, 3}, DType::f64));
     return c;
 }
 
@@ -76,7 +76,7 @@ CaseSpec ov_cbd_shape(const Tensor& shape) {
 CaseSpec ov_conv() {
     CaseSpec c;
     c.doc = {{"op", "Convolution"}, {"attrs", json::object()}, {"inputs", {"data.npy", "filter.npy"}}, {"output", "out.npy"}};
-    c.file("data.npy", Tensor::from({1, 1, 4}, {1, 2, 3, 4})).file("filter.npy", Tensor::from({1, 1, 3}, {1, 0, -1}));
+    c.file("data.npy", Tensor::from({1, 1, 4}, {1, 2, 3, 4}, DType::f64)).file("filter.npy", Tensor::from({1, 1, 3}, {1, 0, -1}, DType::f64));
     return c;
 }
 
@@ -84,8 +84,8 @@ CaseSpec ov_group_cbd() {  // OPS.md Example 5
     CaseSpec c;
     c.doc = {{"op", "GroupConvolutionBackpropData"}, {"attrs", {{"strides", {2}}}},
              {"inputs", {"data.npy", "filter.npy"}}, {"output", "out.npy"}};
-    c.file("data.npy", Tensor::from({1, 2, 2}, {1, 2, 3, 4}))
-        .file("filter.npy", Tensor::from({2, 1, 2, 2}, {1, 1, 1, -1, 2, 0, 0, 1}));
+    c.file("data.npy", Tensor::from({1, 2, 2}, {1, 2, 3, 4}, DType::f64))
+        .file("filter.npy", Tensor::from({2, 1, 2, 2}, {1, 1, 1, -1, 2, 0, 0, 1}, DType::f64));
     return c;
 }
 
@@ -97,8 +97,8 @@ CaseSpec onednn_cbd() {
              {"attrs", {{"strides", {2}}, {"data_format", "NCX"}, {"filter_format", "OIX"}, {"auto_pad", "same_upper"}}},
              {"inputs", {"output_delta.npy", "filter.npy", "output_shape.npy"}},
              {"output", "out.npy"}};
-    c.file("output_delta.npy", Tensor::from({1, 1, 3}, {1, 2, 3}))
-        .file("filter.npy", Tensor::from({1, 1, 3}, {1, 2, 3}))
+    c.file("output_delta.npy", Tensor::from({1, 1, 3}, {1, 2, 3}, DType::f64))
+        .file("filter.npy", Tensor::from({1, 1, 3}, {1, 2, 3}, DType::f64))
         .file("output_shape.npy", ints({1, 1, 6}, DType::i32));
     return c;
 }
@@ -111,7 +111,7 @@ CaseSpec onednn_ct() {
              {"attrs", {{"groups", 2}, {"data_format", "NXC"}, {"weights_format", "IOX"}}},
              {"inputs", {"src.npy", "weights.npy"}},
              {"output", "out.npy"}};
-    c.file("src.npy", Tensor::from({1, 2, 2}, {1, 2, 3, 4})).file("weights.npy", Tensor::from({2, 1, 2}, {1, 1, 1, -1}));
+    c.file("src.npy", Tensor::from({1, 2, 2}, {1, 2, 3, 4}, DType::f64)).file("weights.npy", Tensor::from({2, 1, 2}, {1, 1, 1, -1}, DType::f64));
     return c;
 }
 
@@ -529,7 +529,7 @@ TEST_CASE("cli writes nothing when a later output cannot be written", "[cli]") {
 
 TEST_CASE("cli run writes the result and the gradients (OPS.md Example 1, row 3)", "[cli]") {
     CaseSpec c = with_grads(ov_cbd().attr("pads_begin", {1}).attr("pads_end", {1}).attr("output_padding", {0}),
-                            Tensor::from({1, 1, 5}, {1, 0, 0, 0, 1}), {"ddata.npy", "dfilter.npy"});
+                            Tensor::from({1, 1, 5}, {1, 0, 0, 0, 1}, DType::f64), {"ddata.npy", "dfilter.npy"});
     TempDir work;
     const CommandResult r = run_ok(c, work);
     CHECK(r.out.empty());

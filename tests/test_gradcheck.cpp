@@ -44,7 +44,7 @@ Variable detached_cube(const Variable& x) {
     const Tensor v = x.value();
     std::vector<double> y = v.values();
     for (double& e : y) e = e * e * e;
-    return record("detached_cube", Tensor::from(v.shape(), y), {x}, {.inputs = {0}, .output = false},
+    return record("detached_cube", Tensor::from(v.shape(), y, DType::f64), {x}, {.inputs = {0}, .output = false},
                   [](const SavedContext& c, const Variable& g) -> Grads {
                       const Variable x = c.input(0);
                       return {g * constant((x * x * 3.0).value())};

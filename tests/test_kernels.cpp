@@ -275,7 +275,7 @@ TEST_CASE("the f64 tolerance is tight enough to see a 1e-9 relative error", "[ke
     const Tensor x = random_tensor(g.in_shape(), rng), W = random_tensor(g.weight_shape(), rng);
     std::vector<double> wv = W.values();
     wv[0] *= 1 + 1e-9;
-    const Tensor y = conv_forward(x, Tensor::from(W.shape(), wv), g);
+    const Tensor y = conv_forward(x, Tensor::from(W.shape(), wv, DType::f64), g);
     const std::vector<double> got = y.values(), want = reference::conv_forward(x, W, g).values(),
                               scale = reference::conv_forward(abs_tensor(x), abs_tensor(W), g).values();
     bool any_out = false;

@@ -42,9 +42,9 @@ ag::Variable probe(const ag::Variable& y, std::uint32_t seed) {
 
 TEST_CASE("Linear computes x·W + b", "[nn]") {
     nn::Linear lin(2, 3, true, DType::f64);
-    lin.weight.assign(Tensor::from({2, 3}, {1, 2, 3, 4, 5, 6}));
-    lin.bias.assign(Tensor::from({3}, {0.5, -1, 0}));
-    const Tensor y = lin(ag::constant(Tensor::from({1, 2}, {1, -1}))).value();
+    lin.weight.assign(Tensor::from({2, 3}, {1, 2, 3, 4, 5, 6}, DType::f64));
+    lin.bias.assign(Tensor::from({3}, {0.5, -1, 0}, DType::f64));
+    const Tensor y = lin(ag::constant(Tensor::from({1, 2}, {1, -1}, DType::f64))).value();
     CHECK(y.values() == std::vector<double>{1 - 4 + 0.5, 2 - 5 - 1, 3 - 6});
     CHECK_THROWS_AS(lin(ag::constant(Tensor::zeros({1, 3}, DType::f64))), Error);
 }
@@ -60,7 +60,7 @@ TEST_CASE("Conv and ConvTranspose layers match the direct-loop reference", "[nn]
     const std::vector<double> b = conv.bias.value().values();
     std::vector<double> wv = want.values();
     for (std::size_t i = 0; i < wv.size(); ++i) wv[i] += b[(i / 16) % 6];
-    CHECK(max_abs_diff(conv(ag::constant(x)).value(), Tensor::from(want.shape(), wv)) < 1e-12);
+    CHECK(max_abs_diff(conv(ag::constant(x)).value(), Tensor::from(want.shape(), wv, DType::f64)) < 1e-12);
 
     nn::ConvOptions u{.kernel = {3}, .stride = {2}, .padding = {1}, .output_padding = {1}, .bias = false, .dtype = DType::f64};
     nn::ConvTranspose up(3, 2, u);
@@ -93,13 +93,13 @@ TEST_CASE("Layer parameter gradients agree with central differences", "[nn]") {
         for (std::size_t i = 0; i < v.size(); ++i) {
             const double keep = v[i];
             v[i] = keep + h;
-            p.assign(Tensor::from(p.shape(), v));
+            p.assign(Tensor::from(p.shape(), v, DType::f64));
             const double up_ = loss().item();
             v[i] = keep - h;
-            p.assign(Tensor::from(p.shape(), v));
+            p.assign(Tensor::from(p.shape(), v, DType::f64));
             const double down_ = loss().item();
             v[i] = keep;
-            p.assign(Tensor::from(p.shape(), v));
+            p.assign(Tensor::from(p.shape(), v, DType::f64));
             INFO(name << "[" << i << "]");
             CHECK(a[i] == Approx((up_ - down_) / (2 * h)).epsilon(1e-6).margin(1e-8));
         }
@@ -107,10 +107,10 @@ TEST_CASE("Layer parameter gradients agree with central differences", "[nn]") {
 }
 
 TEST_CASE("SGD and Adam steps match hand computation", "[nn]") {
-    ag::Variable p = ag::param(Tensor::from({2}, {1.0, -2.0}));
+    ag::Variable p = ag::param(Tensor::from({2}, {1.0, -2.0}, DType::f64));
     auto set_grad = [&](std::vector<double> g) {
         p.zero_grad();
-        ag::sum(ag::mul(p, ag::constant(Tensor::from({2}, g)))).backward();
+        ag::sum(ag::mul(p, ag::constant(Tensor::from({2}, g, DType::f64)))).backward();
     };
     nn::SGD sgd({p}, 0.1, 0.9);
     set_grad({1, 2});
@@ -122,10 +122,10 @@ TEST_CASE("SGD and Adam steps match hand computation", "[nn]") {
     CHECK(p.value().values()[0] == Approx(0.9 - 0.19));
     CHECK(p.value().values()[1] == Approx(-2.2 - 0.38));
 
-    ag::Variable q = ag::param(Tensor::from({2}, {1.0, -2.0}));
+    ag::Variable q = ag::param(Tensor::from({2}, {1.0, -2.0}, DType::f64));
     nn::Adam adam({q}, 0.01);
     q.zero_grad();
-    ag::sum(ag::mul(q, ag::constant(Tensor::from({2}, {0.5, -4.0})))).backward();
+    ag::sum(ag::mul(q, ag::constant(Tensor::from({2}, {0.5, -4.0}, DType::f64)))).backward();
     adam.step();  // first step: m̂ = g, v̂ = g², so p -= lr·g/(|g| + eps)
     CHECK(q.value().values()[0] == Approx(1.0 - 0.01 * 0.5 / (0.5 + 1e-8)));
     CHECK(q.value().values()[1] == Approx(-2.0 + 0.01 * 4.0 / (4.0 + 1e-8)));

@@ -81,7 +81,7 @@ TEST_CASE("npy round trip for every dtype and several shapes", "[npy]") {
             CHECK(bytes.size() == 10 + hlen + static_cast<std::size_t>(t.numel()) * (dt == DType::bf16 ? 4 : dtype_size(dt)));
         }
     SECTION("a strided view is written in C order") {
-        const Tensor t = Tensor::from({2, 3}, {1, 2, 3, 4, 5, 6}).permute({1, 0});
+        const Tensor t = Tensor::from({2, 3}, {1, 2, 3, 4, 5, 6}, DType::f64).permute({1, 0});
         write_npy(dir / "p.npy", t);
         const Tensor r = read_npy(dir / "p.npy");
         CHECK(r.shape() == Shape{3, 2});
@@ -287,7 +287,7 @@ TEST_CASE("npy malformed files throw tg::Error naming the key", "[npy]") {
 
 TEST_CASE("npy writer is atomic: a failed write leaves no file and no temporary", "[npy]") {
     TempDir dir;
-    const Tensor t = Tensor::from({2, 2}, {1, 2, 3, 4});
+    const Tensor t = Tensor::from({2, 2}, {1, 2, 3, 4}, DType::f64);
     SECTION("into a directory that does not exist") {
         const std::string p = dir / "no/such/dir/out.npy";
         try {

@@ -36,7 +36,7 @@ Tensor add_channel_bias(const Tensor& ncx, const Tensor& bias) {
     for (std::int64_t n = 0; n < N; ++n)
         for (std::int64_t c = 0; c < C; ++c)
             for (std::int64_t p = 0; p < P; ++p) v[static_cast<std::size_t>((n * C + c) * P + p)] += b[c];
-    return Tensor::from(ncx.shape(), v);
+    return Tensor::from(ncx.shape(), v, DType::f64);
 }
 
 // Σ over n and positions of an NCX tensor, per channel.
@@ -47,7 +47,7 @@ Tensor channel_sums(const Tensor& ncx) {
     for (std::int64_t n = 0; n < N; ++n)
         for (std::int64_t c = 0; c < C; ++c)
             for (std::int64_t p = 0; p < P; ++p) s[c] += v[static_cast<std::size_t>((n * C + c) * P + p)];
-    return Tensor::from({C}, s);
+    return Tensor::from({C}, s, DType::f64);
 }
 
 Shape spatial_of(const Shape& ncx) { return Shape(ncx.begin() + 2, ncx.end()); }
@@ -104,14 +104,14 @@ Tensor numeric_grad(const ResolvedOp& r, std::vector<Tensor> in, const Tensor& d
     for (std::size_t i = 0; i < v.size(); ++i) {
         V p = v;
         p[i] = v[i] + h;
-        in[k] = Tensor::from(orig.shape(), p);
+        in[k] = Tensor::from(orig.shape(), p, DType::f64);
         const double fp = dot(run_op(r, in), dy);
         p[i] = v[i] - h;
-        in[k] = Tensor::from(orig.shape(), p);
+        in[k] = Tensor::from(orig.shape(), p, DType::f64);
         const double fm = dot(run_op(r, in), dy);
         g[i] = (fp - fm) / (2 * h);
     }
-    return Tensor::from(orig.shape(), g);
+    return Tensor::from(orig.shape(), g, DType::f64);
 }
 
 // The geometry on one spatial axis between an i-side of size `in` and an o-side of size
@@ -382,8 +382,8 @@ TEST_CASE("oneDNN ConvolutionBackpropData output_shape: input or attribute, full
     // Example 2's numbers in NXC with the default XIO filter: dd = [1,2,3], filter = [1,2,3],
     // stride 2, same_upper on Yo = 6: pb = 0, result [1,2,5,4,9,6]. C = 1 so NXC and NCX
     // hold the same numbers; the two C = 2 cases below tell the orders apart.
-    const Tensor dd = Tensor::from({1, 3, 1}, {1, 2, 3});
-    const Tensor xio = Tensor::from({3, 1, 1}, {1, 2, 3});
+    const Tensor dd = Tensor::from({1, 3, 1}, {1, 2, 3}, DType::f64);
+    const Tensor xio = Tensor::from({3, 1, 1}, {1, 2, 3}, DType::f64);
     const Attrs a{{"strides", IntList{2}}, {"auto_pad", std::string("same_upper")}};
     const V want{1, 2, 5, 4, 9, 6};
     const std::string op = "ConvolutionBackpropData";
@@ -454,8 +454,8 @@ TEST_CASE("oneDNN ConvolutionBackpropData output_shape: input or attribute, full
 
 TEST_CASE("Rule T-CBD: pads of the forward convolution on Yo, consistency check, output_padding unused", "[onednn]") {
     // dd = [1,2,3], OIX filter [1,2,3], stride 2, full transposed result [1,2,5,4,9,6,9] (L = 7).
-    const Tensor dd = Tensor::from({1, 1, 3}, {1, 2, 3});
-    const Tensor w = Tensor::from({1, 1, 3}, {1, 2, 3});
+    const Tensor dd = Tensor::from({1, 1, 3}, {1, 2, 3}, DType::f64);
+    const Tensor w = Tensor::from({1, 1, 3}, {1, 2, 3}, DType::f64);
     const std::string op = "ConvolutionBackpropData";
     Attrs a{{"strides", IntList{2}}, {"data_format", std::string("NCX")}, {"filter_format", std::string("OIX")},
             {"pads_begin", IntList{1}}, {"pads_end", IntList{0}}};
@@ -488,8 +488,8 @@ TEST_CASE("Rule T-CBD: pads of the forward convolution on Yo, consistency check,
 
 TEST_CASE("Rule T-CT for oneDNN ConvTranspose", "[onednn]") {
     // src = [1,2,3], IOX [1,1,3] = [1,2,3], stride 2: full result [1,2,5,4,9,6,9], L = 7.
-    const Tensor src = Tensor::from({1, 1, 3}, {1, 2, 3});
-    const Tensor w = Tensor::from({1, 1, 3}, {1, 2, 3});
+    const Tensor src = Tensor::from({1, 1, 3}, {1, 2, 3}, DType::f64);
+    const Tensor w = Tensor::from({1, 1, 3}, {1, 2, 3}, DType::f64);
     const Attrs base{{"strides", IntList{2}}, {"data_format", std::string("NCX")}, {"weights_format", std::string("IOX")}};
     struct Row {
         Attrs extra;
@@ -520,7 +520,7 @@ TEST_CASE("Rule T-CT for oneDNN ConvTranspose", "[onednn]") {
         CHECK(run("onednn", "ConvTranspose", a, {src, w}).values() == row.want);
     }
     // eff < s: T = max(0, eff - s) = 0, so SAME gives Y = L = s·(X-1) + eff, not s·X.
-    const Tensor w1 = Tensor::from({1, 1, 1}, {1});
+    const Tensor w1 = Tensor::from({1, 1, 1}, {1}, DType::f64);
     Attrs s3 = base;
     s3["strides"] = IntList{3};
     s3["auto_pad"] = std::string("same_upper");

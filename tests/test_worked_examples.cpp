@@ -17,11 +17,11 @@ using V = std::vector<double>;
 using IntList = std::vector<std::int64_t>;
 
 // Ex 1 and 2: data [1,1,3] = [1,2,3], filter [1,1,3] = [1,2,3], stride 2.
-Tensor ex12_data() { return Tensor::from({1, 1, 3}, {1, 2, 3}); }
-Tensor ex12_filter() { return Tensor::from({1, 1, 3}, {1, 2, 3}); }
+Tensor ex12_data() { return Tensor::from({1, 1, 3}, {1, 2, 3}, DType::f64); }
+Tensor ex12_filter() { return Tensor::from({1, 1, 3}, {1, 2, 3}, DType::f64); }
 // Ex 3: src [1,1,4] = [1,2,3,4], weights [1,1,3] = [1,0,-1], stride 2.
-Tensor ex3_src() { return Tensor::from({1, 1, 4}, {1, 2, 3, 4}); }
-Tensor ex3_weights() { return Tensor::from({1, 1, 3}, {1, 0, -1}); }
+Tensor ex3_src() { return Tensor::from({1, 1, 4}, {1, 2, 3, 4}, DType::f64); }
+Tensor ex3_weights() { return Tensor::from({1, 1, 3}, {1, 0, -1}, DType::f64); }
 
 Tensor shape_input(const IntList& v) {
     V d(v.begin(), v.end());
@@ -80,7 +80,7 @@ TEST_CASE("OPS.md Example 1: OV ConvolutionBackpropData, stride 2, asymmetric pa
         const Attrs attrs{{"strides", IntList{2}}, {"pads_begin", IntList{1}}, {"pads_end", IntList{1}},
                           {"output_padding", IntList{0}}};
         const ResolvedOp r = resolve_op("openvino", "ConvolutionBackpropData", attrs, in);
-        const std::vector<Tensor> g = run_op_with_grads(r, in, Tensor::from({1, 1, 5}, {1, 0, 0, 0, 1})).grads;
+        const std::vector<Tensor> g = run_op_with_grads(r, in, Tensor::from({1, 1, 5}, {1, 0, 0, 0, 1}, DType::f64)).grads;
         REQUIRE(g.size() == 2);
         check_values(g[0], {1, 1, 3}, {2, 0, 2});
         check_values(g[1], {1, 1, 3}, {0, 4, 0});
@@ -114,7 +114,7 @@ TEST_CASE("OPS.md Example 2: output_shape with an odd total padding, OpenVINO ro
     SECTION("the same rows through GroupConvolutionBackpropData with G = 1") {
         const Attrs attrs{{"strides", IntList{2}}, {"auto_pad", std::string("SAME_UPPER")}};
         const Run r = run("openvino", "GroupConvolutionBackpropData", attrs,
-                          {ex12_data(), Tensor::from({1, 1, 1, 3}, {1, 2, 3}), shape_input({6})});
+                          {ex12_data(), Tensor::from({1, 1, 1, 3}, {1, 2, 3}, DType::f64), shape_input({6})});
         check_values(r.result, {1, 1, 6}, {2, 5, 4, 9, 6, 9});
     }
 }
@@ -184,13 +184,13 @@ TEST_CASE("OPS.md Example 3: Convolution with SAME and an odd total, gradients, 
         CHECK(rl.op.axes[0].pe == 0);
         check_values(rl.result, {1, 1, 2}, {-2, -2});
 
-        const std::vector<Tensor> g = run_op_with_grads(ru.op, in, Tensor::from({1, 1, 2}, {1, 1})).grads;
+        const std::vector<Tensor> g = run_op_with_grads(ru.op, in, Tensor::from({1, 1, 2}, {1, 1}, DType::f64)).grads;
         REQUIRE(g.size() == 2);
         check_values(g[0], {1, 1, 4}, {1, 0, 0, 0});
         check_values(g[1], {1, 1, 3}, {4, 6, 3});
     }
 
-    const Tensor dd = Tensor::from({1, 1, 2}, {1, 1});
+    const Tensor dd = Tensor::from({1, 1, 2}, {1, 1}, DType::f64);
     const Attrs ncx_oix{{"strides", IntList{2}}, {"data_format", std::string("NCX")}, {"filter_format", std::string("OIX")}};
     SECTION("oneDNN ConvolutionBackpropData, pads (0, 1), output_shape [1,1,4]") {
         Attrs a = ncx_oix;
@@ -226,11 +226,11 @@ TEST_CASE("OPS.md Example 3: Convolution with SAME and an odd total, gradients, 
 
 TEST_CASE("OPS.md Example 4: oneDNN ConvTranspose NXC groups 2 and its adjoint ops", "[ov]") {
     // src NXC [1,2,2]: channel 0 = [1,3], channel 1 = [2,4].
-    const Tensor src = Tensor::from({1, 2, 2}, {1, 2, 3, 4});
+    const Tensor src = Tensor::from({1, 2, 2}, {1, 2, 3, 4}, DType::f64);
     // IOX [2,1,2]: W[ic=0] = [[1,1]], W[ic=1] = [[1,-1]]; as XOI the same nested list.
-    const Tensor iox = Tensor::from({2, 1, 2}, {1, 1, 1, -1});
-    const Tensor xoi = Tensor::from({2, 1, 2}, {1, 1, 1, -1});
-    const Tensor diff_dst = Tensor::from({1, 3, 2}, {1, 0, 0, 1, 1, 1});
+    const Tensor iox = Tensor::from({2, 1, 2}, {1, 1, 1, -1}, DType::f64);
+    const Tensor xoi = Tensor::from({2, 1, 2}, {1, 1, 1, -1}, DType::f64);
+    const Tensor diff_dst = Tensor::from({1, 3, 2}, {1, 0, 0, 1, 1, 1}, DType::f64);
     const V dst{1, 2, 4, 2, 3, -4};
     const V diff_src{1, -1, 1, 0};
     const Attrs nxc_g2{{"groups", std::int64_t{2}}, {"data_format", std::string("NXC")}, {"strides", IntList{1}},
@@ -257,7 +257,7 @@ TEST_CASE("OPS.md Example 4: oneDNN ConvTranspose NXC groups 2 and its adjoint o
     SECTION("ConvTransposeBackpropData with the old OIX filter [1,2,2]") {
         Attrs a = nxc_g2;
         a["filter_format"] = std::string("OIX");
-        const Tensor oix_old = Tensor::from({1, 2, 2}, {1, 1, 1, -1});
+        const Tensor oix_old = Tensor::from({1, 2, 2}, {1, 1, 1, -1}, DType::f64);
         check_values(run("onednn", "ConvTransposeBackpropData", a, {diff_dst, oix_old}).result, {1, 2, 2}, diff_src);
     }
     SECTION("adjoint check: <dst, diff_dst> = 2 = <src, diff_src>") {
@@ -271,9 +271,9 @@ TEST_CASE("OPS.md Example 4: oneDNN ConvTranspose NXC groups 2 and its adjoint o
 }
 
 TEST_CASE("OPS.md Example 5: OV GroupConvolutionBackpropData, G = 2, stride 2", "[ov]") {
-    const Tensor data = Tensor::from({1, 2, 2}, {1, 2, 3, 4});
+    const Tensor data = Tensor::from({1, 2, 2}, {1, 2, 3, 4}, DType::f64);
     // F[0,0] = [[1,1],[1,-1]], F[1,0] = [[2,0],[0,1]].
-    const Tensor filter = Tensor::from({2, 1, 2, 2}, {1, 1, 1, -1, 2, 0, 0, 1});
+    const Tensor filter = Tensor::from({2, 1, 2, 2}, {1, 1, 1, -1, 2, 0, 0, 1}, DType::f64);
     const Run r = run("openvino", "GroupConvolutionBackpropData",
                       {{"strides", IntList{2}}, {"pads_begin", IntList{0}}, {"pads_end", IntList{0}}}, {data, filter});
     CHECK(r.op.geom.G == 2);
