@@ -9,9 +9,14 @@
 
 namespace tg {
 
+// Keeps the first and last part of an over-long message (user values echoed in full, such
+// as a 50 MB op name, would otherwise flood a terminal or a log).
+std::string clip_message(const std::string& message, std::size_t max_bytes = 2000);
+
 class Error : public std::runtime_error {
 public:
-    Error(std::string key, const std::string& message) : std::runtime_error(message), key_(std::move(key)) {}
+    Error(std::string key, const std::string& message)
+        : std::runtime_error(clip_message(message)), key_(clip_message(key, 200)) {}
     // The offending attribute, input or dimension, e.g. "strides", "filter", "output_shape".
     const std::string& key() const noexcept { return key_; }
 

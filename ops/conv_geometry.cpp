@@ -147,6 +147,13 @@ Shape layout_shape(Layout layout, std::int64_t N, std::int64_t C, const Shape& s
 
 Shape ConvGeometry::in_shape() const { return layout_shape(layout, N, G * Ig, in_size); }
 Shape ConvGeometry::out_shape() const { return layout_shape(layout, N, G * Og, out_size); }
+double ConvGeometry::macs() const {
+    double m = static_cast<double>(N) * static_cast<double>(G) * static_cast<double>(Og) * static_cast<double>(Ig);
+    for (std::int64_t y : out_size) m *= static_cast<double>(y);
+    for (std::int64_t k : kernel) m *= static_cast<double>(k);
+    return m;
+}
+
 Shape ConvGeometry::weight_shape() const {
     Shape s{G, Og, Ig};
     s.insert(s.end(), kernel.begin(), kernel.end());

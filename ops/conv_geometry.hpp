@@ -59,6 +59,8 @@ struct ConvGeometry {
     Shape in_shape() const;      // full i-side tensor shape in `layout`
     Shape out_shape() const;     // full o-side tensor shape in `layout`
     Shape weight_shape() const;  // [G, Og, Ig, K...]
+    // Multiply-adds of one CONV (= one CONVT, = one CONV_BW): N·G·Og·∏Y·Ig·∏K, as a double.
+    double macs() const;
     // Checks internal consistency (every size ≥ 1 except N ≥ 0, equal lengths), that
     // out_size follows the rule above from in_size and the pads, and that every index the
     // kernels form fits int64. The constructors call it; `op` prefixes its messages.

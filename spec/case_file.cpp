@@ -1,6 +1,7 @@
 #include "tapegrad/spec/case_file.hpp"
 
 #include <climits>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -15,14 +16,16 @@ namespace {
 
 using json = nlohmann::json;
 
-std::string join(const std::string& dir, const std::string& p) {
-    if (p.empty()) fail("path", "empty path in case file");
+std::string join(const std::string& dir, const std::string& p, const std::string& key = "path") {
+    check_path(p, key);
     if (p[0] == '/' || dir.empty()) return p;
     return dir + "/" + p;
 }
 
 AttrValue to_attr(const std::string& key, const json& v) {
     if (v.is_string()) return v.get<std::string>();
+    if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX))
+        fail(key, "attribute ", key, " is ", v.dump(), ", which does not fit a signed 64-bit integer");
     if (v.is_number_integer()) return v.get<std::int64_t>();
     if (v.is_array()) {
         std::vector<std::int64_t> out;
@@ -30,6 +33,8 @@ AttrValue to_attr(const std::string& key, const json& v) {
             if (!e.is_number_integer())
                 fail(key, "attribute ", key, " is the list ", v.dump().substr(0, 80),
                      ", but a list attribute holds integers (a string attribute is given as a plain string)");
+            if (e.is_number_unsigned() && e.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX))
+                fail(key, "attribute ", key, "[", out.size(), "] is ", e.dump(), ", which does not fit a signed 64-bit integer");
             out.push_back(e.get<std::int64_t>());
         }
         return out;
@@ -48,7 +53,7 @@ std::string need_string(const json& j, const char* key) {
 CaseInput read_input(const std::string& dir, const json& p, const std::string& key) {
     CaseInput in;
     if (p.is_string()) {
-        in.path = join(dir, p.get<std::string>());
+        in.path = join(dir, p.get<std::string>(), key);
         return in;
     }
     const std::string shown = p.dump().substr(0, 80);
@@ -100,6 +105,17 @@ DType compute_dtype(const CaseFile& c, const std::vector<DType>& dtypes) {
     return dtypes[0];
 }
 
+// Whether two paths name the same file: the same normalised path (symlinks of existing
+// folders resolved), or, when both exist, the same device and inode (hard links too).
+bool same_file(const std::string& a, const std::string& b) {
+    namespace fs = std::filesystem;
+    std::error_code ea, eb;
+    const fs::path ca = fs::weakly_canonical(a, ea), cb = fs::weakly_canonical(b, eb);
+    if (!ea && !eb && ca == cb) return true;
+    struct stat sa {}, sb {};
+    return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
 }  // namespace
 
 json read_json_file(const std::string& path, const std::string& key, const std::string& cannot_read,
@@ -110,8 +126,15 @@ json read_json_file(const std::string& path, const std::string& key, const std::
     if (!f) fail(key, cannot_read);
     std::stringstream ss;
     ss << f.rdbuf();
+    // Nesting is bounded while parsing (no case file or shapes file nests deeper than a few
+    // levels): a value nested 100 000 deep is refused before it is built.
+    constexpr int kMaxDepth = 32;
+    const json::parser_callback_t depth_limit = [&](int depth, json::parse_event_t, json&) {
+        if (depth > kMaxDepth) fail(key, not_json, "values nest deeper than ", kMaxDepth, " levels");
+        return true;
+    };
     try {
-        return json::parse(ss.str());
+        return json::parse(ss.str(), depth_limit);
     } catch (const json::exception& e) {
         fail(key, not_json, e.what());
     }
@@ -140,9 +163,9 @@ CaseFile read_case(const std::string& path) {
         if (!is_float(t)) fail("dtype", "dtype '", d, "' is not a compute type (f64, f32, f16 or bf16)");
         c.dtype = t;
     }
-    c.output = join(c.dir, need_string(j, "output"));
+    c.output = join(c.dir, need_string(j, "output"), "output");
     if (j.contains("grad_output") && !j["grad_output"].is_null()) {
-        c.grad_output = join(c.dir, need_string(j, "grad_output"));
+        c.grad_output = join(c.dir, need_string(j, "grad_output"), "grad_output");
         if (!j.contains("grad_inputs") || !j["grad_inputs"].is_array())
             fail("grad_inputs", "grad_output needs grad_inputs: a list with one path or null per input");
         const json& gi = j["grad_inputs"];
@@ -150,19 +173,31 @@ CaseFile read_case(const std::string& path) {
             fail("grad_inputs", "grad_inputs has ", gi.size(), " entries for ", c.inputs.size(), " inputs");
         for (const json& p : gi) {
             if (p.is_null()) c.grad_inputs.emplace_back();
-            else if (p.is_string()) c.grad_inputs.emplace_back(join(c.dir, p.get<std::string>()));
+            else if (p.is_string()) c.grad_inputs.emplace_back(join(c.dir, p.get<std::string>(), "grad_inputs"));
             else fail("grad_inputs", "grad_inputs entries must be paths or null, found ", p.dump().substr(0, 80));
         }
     } else if (j.contains("grad_inputs") && !j["grad_inputs"].is_null()) {
         fail("grad_inputs", "grad_inputs given without grad_output");
     }
-    // Every file we write must be distinct, and never one of the inputs.
-    std::vector<std::string> outs{c.output};
-    for (const auto& g : c.grad_inputs)
-        if (g) outs.push_back(*g);
-    for (std::size_t a = 0; a < outs.size(); ++a)
+    // Every file we write must be distinct, and never one of the files we read: compared as
+    // files (normalised paths, and device and inode where they exist), not as strings.
+    std::vector<std::pair<std::string, std::string>> outs{{"output", c.output}};
+    for (std::size_t i = 0; i < c.grad_inputs.size(); ++i)
+        if (c.grad_inputs[i]) outs.emplace_back("grad_inputs[" + std::to_string(i) + "]", *c.grad_inputs[i]);
+    std::vector<std::pair<std::string, std::string>> reads;
+    for (std::size_t i = 0; i < c.inputs.size(); ++i)
+        if (!c.inputs[i].path.empty()) reads.emplace_back("inputs[" + std::to_string(i) + "]", c.inputs[i].path);
+    if (c.grad_output) reads.emplace_back("grad_output", *c.grad_output);
+    for (std::size_t a = 0; a < outs.size(); ++a) {
         for (std::size_t b = a + 1; b < outs.size(); ++b)
-            if (outs[a] == outs[b]) fail("output", "output path '", outs[a], "' is requested twice");
+            if (same_file(outs[a].second, outs[b].second))
+                fail(outs[b].first, outs[a].first, " '", outs[a].second, "' and ", outs[b].first, " '", outs[b].second,
+                     "' are the same file");
+        for (const auto& [rk, rp] : reads)
+            if (same_file(outs[a].second, rp))
+                fail(outs[a].first, outs[a].first, " '", outs[a].second, "' is the same file as ", rk, " '", rp,
+                     "': an output may not replace an input");
+    }
     return c;
 }
 

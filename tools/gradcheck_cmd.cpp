@@ -29,12 +29,18 @@ Tensor uniform(const Shape& s, std::mt19937_64& rng) {
 
 }  // namespace
 
-int cmd_gradcheck(const std::string& path) {
+int cmd_gradcheck(const std::string& path, double work_limit) {
     const CaseFile c = read_case(path);
     DType dt;
     // Only shapes are needed (and the values of an integer output_shape): the inputs are random.
     const std::vector<InputInfo> case_inputs = input_infos(c, dt);
     const ResolvedOp r = resolve_op_info(c.opset, c.op, c.attrs, case_inputs);
+    // Two runs of the op per checked element and input, about three ops per second-order
+    // evaluation, and a few more for the adjoint and precision rows.
+    const double runs = 2.0 * kMaxElements * 3 + 6.0 * kMaxElementsSecond * 4 + 20;
+    if (r.geom.macs() * runs > work_limit)
+        fail("work", r.name, ": gradcheck needs about ", r.geom.macs() * runs, " multiply-adds (", runs,
+             " runs of an op of ", r.geom.macs(), "), over the work limit of ", work_limit, " (raise it with --work-limit)");
 
     std::mt19937_64 rng(0);
     std::vector<Tensor> x;

@@ -10,18 +10,24 @@
 #include <vector>
 
 #include "tapegrad/core/npy.hpp"
+#include "tapegrad/core/workspace.hpp"
 #include "tapegrad/spec/opset.hpp"
 #include "tapegrad/spec/case_file.hpp"
 
 namespace tg {
 
-int cmd_gradcheck(const std::string& path);  // tools/gradcheck_cmd.cpp
+int cmd_gradcheck(const std::string& path, double work_limit);  // tools/gradcheck_cmd.cpp
 int cmd_bench(const std::vector<std::string>& args);  // tools/bench_cmd.cpp
 
 namespace {
 
 // Results above this size are refused before they are allocated (as .npy inputs are).
 constexpr std::int64_t kMaxResultBytes = std::int64_t{4} << 30;
+
+// The most multiply-adds one command may run (--work-limit): about a minute on one core.
+// Cases past it (a 1-D convolution of two 2 MB signals with pads of 2^19 is 8e11) are
+// refused at once instead of running for minutes.
+constexpr double kDefaultWorkLimit = 2e11;
 
 // The attribute that made axis `a` of the result so long, for the error message.
 std::string size_culprit(const ResolvedOp& r, const CaseFile& c, std::size_t a) {
@@ -47,12 +53,17 @@ void check_result_size(const ResolvedOp& r, const CaseFile& c, DType dt) {
          " long because of ", key, ")");
 }
 
-int cmd_run(const std::string& path) {
+int cmd_run(const std::string& path, double work_limit) {
     const CaseFile c = read_case(path);
     DType dt;
     const std::vector<Tensor> in = load_inputs(c, dt);
     const ResolvedOp r = resolve_op(c.opset, c.op, c.attrs, in);
     check_result_size(r, c, dt);
+    // The op, and with grad_output its two gradients: three times the work.
+    const double work = r.geom.macs() * (c.grad_output ? 3 : 1);
+    if (work > work_limit)
+        fail("work", r.name, ": the case needs about ", work, " multiply-adds, over the work limit of ", work_limit,
+             " (raise it with --work-limit)");
 
     std::vector<std::pair<std::string, Tensor>> files;
     if (!c.grad_output) {
@@ -73,17 +84,11 @@ int cmd_run(const std::string& path) {
             files.emplace_back(*c.grad_inputs[i], std::move(run.grads[i]));
         }
     }
-    // Write everything, or nothing: undo the files already written if a later one fails.
-    std::vector<std::string> written;
-    try {
-        for (const auto& [p, t] : files) {
-            write_npy(p, t, "output");
-            written.push_back(p);
-        }
-    } catch (...) {
-        for (const std::string& p : written) std::remove(p.c_str());
-        throw;
-    }
+    // Everything or nothing: every file is written beside its target first, and only then
+    // are they all renamed into place; a failure before that leaves every file as it was.
+    NpyWriteSet out;
+    for (const auto& [p, t] : files) out.stage(p, t, "output");
+    out.commit();
     return 0;
 }
 
@@ -202,6 +207,11 @@ void usage(std::FILE* f) {
                  "                                     time the convolution kernels on the transposed-convolution\n"
                  "                                     shapes of SHAPES.json (format: docs/cases.md#tapegrad-bench)\n"
                  "\n"
+                 "run, explain and gradcheck options (before or after CASE.json):\n"
+                 "  --memory-limit BYTES  the most memory tensors and workspaces may hold (e.g. 8G, 512M);\n"
+                 "                    default TAPEGRAD_MEMORY_LIMIT, else 3/4 of the physical memory\n"
+                 "  --work-limit N    the most multiply-adds a command may run (default 2e11, about a minute)\n"
+                 "\n"
                  "bench options:\n"
                  "  --ops LIST        comma-separated, of: bwd_data (the transposed convolution), fwd (the\n"
                  "                    convolution that is its data gradient), bwd_weights (that convolution's\n"
@@ -236,17 +246,39 @@ int main(int argc, char** argv) {
         tg::usage(stdout);
         return 0;
     }
-    if (!bench && argc != 3) {
+    if (argc < 3) {
         std::fprintf(stderr, "error: expected a command and a case file (try tapegrad --help)\n");
         return 1;
     }
-    const std::string cmd = argv[1], path = bench ? "" : argv[2];
+    const std::string cmd = argv[1];
     try {
         if (bench) return tg::cmd_bench(std::vector<std::string>(argv + 2, argv + argc));
-        if (cmd == "run") return tg::cmd_run(path);
+        // tapegrad CMD [--memory-limit BYTES] [--work-limit MACS] CASE.json
+        std::string path;
+        double work_limit = tg::kDefaultWorkLimit;
+        for (int i = 2; i < argc; ++i) {
+            const std::string a = argv[i];
+            if (a == "--memory-limit" || a == "--work-limit") {
+                if (i + 1 >= argc) tg::fail(a.substr(2), a, " needs a value");
+                const std::string v = argv[++i];
+                const std::int64_t n = tg::parse_byte_count(v);
+                if (n < 1) tg::fail(a.substr(2), a, " '", v, "' is not a positive count (e.g. 8G, 1000000)");
+                if (a == "--memory-limit") tg::set_memory_limit(n);
+                else work_limit = static_cast<double>(n);
+            } else if (a.size() > 1 && a[0] == '-') {
+                tg::fail("option", "unknown option '", a, "' (try tapegrad --help)");
+            } else if (!path.empty()) {
+                tg::fail("case", "expected one case file, got '", path, "' and '", a, "'");
+            } else {
+                path = a;
+            }
+        }
+        if (path.empty()) tg::fail("case", "expected a case file after '", cmd, "'");
+        if (cmd == "run") return tg::cmd_run(path, work_limit);
         if (cmd == "explain") return tg::cmd_explain(path);
-        if (cmd == "gradcheck") return tg::cmd_gradcheck(path);
-        std::fprintf(stderr, "error: unknown command '%s' (expected run, explain, gradcheck or bench)\n", cmd.c_str());
+        if (cmd == "gradcheck") return tg::cmd_gradcheck(path, work_limit);
+        std::fprintf(stderr, "error: unknown command '%s' (expected run, explain, gradcheck or bench)\n",
+                     tg::clip_message(cmd, 80).c_str());
         return 1;
     } catch (const std::exception& e) {
         std::string msg = e.what();

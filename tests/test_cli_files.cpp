@@ -1,0 +1,156 @@
+// The command line's files and limits, tried as a hostile user would (issue 10, section 1):
+// outputs compared as files, outputs never replacing an input, NUL bytes, symlinks and
+// devices as targets, FIFOs as inputs, all-or-nothing writes that leave old files alone,
+// deep JSON, over-long values, integers past int64, and the work and memory limits.
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "support_files.hpp"
+#include "tapegrad/core/npy.hpp"
+
+using namespace tg;
+using namespace tg::testsov;
+
+namespace {
+
+// A folder with data.npy [1, 1, 3] and filter.npy [1, 1, 3] of OPS.md Example 1, and a
+// case file built from `body` (JSON object members).
+struct Case {
+    TempDir dir;
+    Case() {
+        write_npy(dir / "data.npy", Tensor::from({1, 1, 3}, {1, 2, 3}, DType::f32));
+        write_npy(dir / "filter.npy", Tensor::from({1, 1, 3}, {1, 2, 3}, DType::f32));
+        write_npy(dir / "dy.npy", Tensor::from({1, 1, 5}, {1, 0, 0, 0, 1}, DType::f32));
+    }
+    CommandResult run(const std::string& body, std::vector<std::string> extra = {}) {
+        write_bytes(dir / "case.json", R"({"op": "ConvolutionBackpropData", "attrs": {"strides": [2], "pads_begin": [1],
+            "pads_end": [1]}, "inputs": ["data.npy", "filter.npy"], )" + body + "}");
+        std::vector<std::string> args{"run", dir / "case.json"};
+        args.insert(args.end(), extra.begin(), extra.end());
+        return run_tapegrad(args, dir);
+    }
+};
+
+bool one_error_line(const CommandResult& r) {
+    return r.exit_code == 1 && r.err.rfind("error: ", 0) == 0 && r.err.find('\n') == r.err.size() - 1;
+}
+
+}  // namespace
+
+TEST_CASE("cli files: the same file under two spellings is one output", "[cli][files]") {
+    Case c;
+    const CommandResult r = c.run(R"("output": "out.npy", "grad_output": "dy.npy", "grad_inputs": ["./out.npy", null])");
+    CHECK(one_error_line(r));
+    CHECK_THAT(r.err, Catch::Contains("same file") && Catch::Contains("grad_inputs[0]"));
+    CHECK_FALSE(std::filesystem::exists(c.dir / "out.npy"));
+}
+
+TEST_CASE("cli files: an output may not replace an input, even through a hard link", "[cli][files]") {
+    Case c;
+    const std::string before = read_text(c.dir / "filter.npy");
+    CommandResult r = c.run(R"("output": "filter.npy")");
+    CHECK(one_error_line(r));
+    CHECK_THAT(r.err, Catch::Contains("inputs[1]") && Catch::Contains("may not replace an input"));
+    REQUIRE(::link((c.dir / "data.npy").c_str(), (c.dir / "alias.npy").c_str()) == 0);
+    r = c.run(R"("output": "alias.npy")");
+    CHECK_THAT(r.err, Catch::Contains("inputs[0]"));
+    CHECK(read_text(c.dir / "filter.npy") == before);
+}
+
+TEST_CASE("cli files: NUL bytes in paths are errors, not truncations", "[cli][files]") {
+    Case c;
+    CommandResult r = c.run(R"("output": "out.npy\u0000x")");
+    CHECK(one_error_line(r));
+    CHECK_THAT(r.err, Catch::Contains("NUL"));
+    CHECK_FALSE(std::filesystem::exists(c.dir / "out.npy"));
+    write_bytes(c.dir / "case2.json", R"({"op": "ConvolutionBackpropData", "inputs": ["data.npy\u0000.txt", "filter.npy"],
+        "output": "o.npy"})");
+    r = run_tapegrad({"run", c.dir / "case2.json"}, c.dir);
+    CHECK_THAT(r.err, Catch::Contains("NUL") && Catch::Contains("inputs[0]"));
+}
+
+TEST_CASE("cli files: a symlink or a device as the output is refused and left alone", "[cli][files]") {
+    Case c;
+    write_bytes(c.dir / "precious.txt", "keep me");
+    std::filesystem::create_symlink(c.dir / "precious.txt", c.dir / "link.npy");
+    CommandResult r = c.run(R"("output": "link.npy")");
+    CHECK(one_error_line(r));
+    CHECK_THAT(r.err, Catch::Contains("symbolic link"));
+    CHECK(std::filesystem::is_symlink(c.dir / "link.npy"));
+    CHECK(read_text(c.dir / "precious.txt") == "keep me");
+    r = c.run(R"("output": "/dev/null")");
+    CHECK_THAT(r.err, Catch::Contains("not a regular file"));
+}
+
+TEST_CASE("cli files: a FIFO as an input is refused at once instead of blocking", "[cli][files]") {
+    Case c;
+    std::filesystem::remove(c.dir / "data.npy");
+    REQUIRE(::mkfifo((c.dir / "data.npy").c_str(), 0600) == 0);
+    const CommandResult r = c.run(R"("output": "out.npy")");
+    CHECK(one_error_line(r));
+    CHECK_THAT(r.err, Catch::Contains("not a regular file"));
+}
+
+TEST_CASE("cli files: a failed run leaves every existing file as it was", "[cli][files]") {
+    Case c;
+    write_bytes(c.dir / "out.npy", "old result");
+    const CommandResult r =
+        c.run(R"("output": "out.npy", "grad_output": "dy.npy", "grad_inputs": ["missing/dd.npy", null])");
+    CHECK(one_error_line(r));
+    CHECK(read_text(c.dir / "out.npy") == "old result");
+    for (const std::string& f : c.dir.files()) CHECK(f.find(".tmp.") == std::string::npos);  // no temporaries left
+    // and a run that succeeds replaces it whole, with every requested file
+    const CommandResult ok =
+        c.run(R"("output": "out.npy", "grad_output": "dy.npy", "grad_inputs": ["dd.npy", "df.npy"])");
+    REQUIRE(ok.exit_code == 0);
+    CHECK(read_npy(c.dir / "out.npy").values() == std::vector<double>{2, 5, 4, 9, 6});
+    CHECK(read_npy(c.dir / "dd.npy").values() == std::vector<double>{2, 0, 2});
+}
+
+TEST_CASE("cli files: deep JSON, huge values and integers past int64 give one clear line", "[cli][files]") {
+    Case c;
+    // 100 000 nested arrays used to overflow the stack
+    const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+    write_bytes(c.dir / "deep.json", R"({"op": "Convolution", "attrs": {"strides": )" + deep + "}}");
+    CommandResult r = run_tapegrad({"run", c.dir / "deep.json"}, c.dir);
+    CHECK(one_error_line(r));
+    CHECK_THAT(r.err, Catch::Contains("nest deeper"));
+    // a 5 MB op name is cut, not echoed
+    write_bytes(c.dir / "big.json", R"({"op": ")" + std::string(5 << 20, 'X') + R"(", "inputs": ["data.npy",
+        "filter.npy"], "output": "o.npy"})");
+    r = run_tapegrad({"run", c.dir / "big.json"}, c.dir);
+    CHECK(one_error_line(r));
+    CHECK(r.err.size() < 4000);
+    CHECK_THAT(r.err, Catch::Contains("bytes cut"));
+    // 2^64 - 1 is reported as written, not as -1
+    r = c.run(R"("output": "o.npy")");
+    REQUIRE(r.exit_code == 0);
+    write_bytes(c.dir / "huge.json", R"({"op": "ConvolutionBackpropData", "attrs": {"strides": [18446744073709551615]},
+        "inputs": ["data.npy", "filter.npy"], "output": "o2.npy"})");
+    r = run_tapegrad({"run", c.dir / "huge.json"}, c.dir);
+    CHECK(one_error_line(r));
+    CHECK_THAT(r.err, Catch::Contains("18446744073709551615") && Catch::Contains("strides"));
+}
+
+TEST_CASE("cli limits: the work limit and the memory limit refuse absurd cases at once", "[cli][files]") {
+    Case c;
+    CommandResult r = c.run(R"("output": "o.npy")", {"--work-limit", "10"});
+    CHECK(one_error_line(r));
+    CHECK_THAT(r.err, Catch::Contains("work limit of 10"));
+    // pads of 2^19 - 1 on both sides of a tiny 1-D convolution: ~1e6 outputs, fine by work...
+    write_bytes(c.dir / "pads.json", R"({"op": "Convolution", "attrs": {"strides": [1], "pads_begin": [524287],
+        "pads_end": [524287], "dilations": [1]}, "inputs": ["data.npy", "filter.npy"], "output": "p.npy"})");
+    r = run_tapegrad({"run", c.dir / "pads.json", "--memory-limit", "1M"}, c.dir);
+    CHECK(one_error_line(r));  // ... but its 4 MB result is over a 1 MiB memory limit
+    CHECK_THAT(r.err, Catch::Contains("memory limit"));
+    r = run_tapegrad({"run", c.dir / "pads.json", "--memory-limit", "lots"}, c.dir);
+    CHECK_THAT(r.err, Catch::Contains("--memory-limit 'lots'"));
+    r = run_tapegrad({"run", "--frobnicate", c.dir / "pads.json"}, c.dir);
+    CHECK_THAT(r.err, Catch::Contains("unknown option '--frobnicate'"));
+    // gradcheck applies the same limit
+    r = run_tapegrad({"gradcheck", c.dir / "case.json", "--work-limit", "1000"}, c.dir);
+    CHECK(one_error_line(r));
+    CHECK_THAT(r.err, Catch::Contains("work limit"));
+}
