@@ -112,9 +112,10 @@ public:
     LoadResult load_state_dict(const StateDict& dict, bool strict = true);
 
     // Converts every parameter and float buffer, here and in sub-modules, to a float dtype in
-    // place: the Variables stay the same handles (optimizers built on them keep working, but
-    // their state keeps its dtype: build the optimizer after to()). Accumulated gradients
-    // are dropped, and graphs recorded before are stale. Returns this module.
+    // place: the Variables stay the same handles, so optimizers built on them keep working
+    // (their state follows at the next step). Accumulated gradients
+    // are dropped, and graphs recorded before are stale. Float buffers are replaced by
+    // converted copies (a copy of the module made earlier keeps the old ones). Returns this module.
     Module& to(DType dtype);
 
 protected:

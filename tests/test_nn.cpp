@@ -50,7 +50,7 @@ TEST_CASE("Linear is laid out as PyTorch: weight [out, in], y = x·Wᵀ + b", "[
     nn::Linear lin(2, 3, true, DType::f64);
     lin.weight.assign(Tensor::from({3, 2}, {1, 4, 2, 5, 3, 6}));  // rows: output features
     lin.bias.assign(Tensor::from({3}, {0.5, -1, 0}));
-    const ag::Variable x = ag::constant(Tensor::from({2, 2}, {1, -1, 2, 0.5}));
+    const ag::Variable x = ag::constant(Tensor::from({2, 2}, {1, -1, 2, 0.5}, DType::f64));
     const Tensor y = lin(x).value();
     CHECK(y.shape() == Shape{2, 3});
     CHECK(y.values() == std::vector<double>{1 - 4 + 0.5, 2 - 5 - 1, 3 - 6,  //
@@ -211,7 +211,7 @@ TEST_CASE("SGD with momentum and weight decay matches a double reference over 3 
     for (std::size_t k = 0; k < 4; ++k) CHECK(got16[2][k] == Approx(want[2][k]).epsilon(2e-2).margin(2e-2));
 
     // plain SGD (no momentum) keeps no state
-    ag::Variable q = ag::param(Tensor::from({2}, {1.0, 2.0}));
+    ag::Variable q = ag::param(Tensor::from({2}, {1.0, 2.0}, DType::f64));
     nn::SGD plain({q}, 0.5, 0, 0.1);
     ag::sum(q).backward();
     plain.step();  // p -= 0.5·(1 + 0.1·p)
