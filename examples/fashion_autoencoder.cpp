@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <numeric>
 #include <random>
@@ -31,10 +32,23 @@ struct Args {
     std::string out = "fashion_autoencoder.png", ckpt = "fashion_autoencoder.ckpt";
 };
 
+constexpr const char* kUsage =
+    "usage: fashion_autoencoder [--data DIR] [--epochs E] [--batch B] [--limit N] [--out PNG] [--ckpt DIR]\n"
+    "  --data DIR   Fashion-MNIST folder (default /usr/share/datasets/fashion-mnist)\n"
+    "  --epochs E   passes over the training images (default 2)\n"
+    "  --batch B    images per step (default 64)\n"
+    "  --limit N    train on the first N images only (default: all)\n"
+    "  --out PNG    the picture of test images and reconstructions (default fashion_autoencoder.png)\n"
+    "  --ckpt DIR   the checkpoint folder written at the end (default fashion_autoencoder.ckpt)\n";
+
 Args parse(int argc, char** argv) {
     Args a;
     for (int i = 1; i < argc; ++i) {
         const std::string k = argv[i];
+        if (k == "--help" || k == "-h") {
+            std::fputs(kUsage, stdout);
+            std::exit(0);
+        }
         if (i + 1 >= argc) fail(k, "option ", k, " needs a value");
         const std::string v = argv[++i];
         if (k == "--data") a.data = v;
@@ -62,22 +76,20 @@ Tensor gather(const Tensor& images, const std::vector<std::int64_t>& idx, std::s
 struct AutoEncoder : nn::Module {
     std::shared_ptr<nn::Sequential> encoder, decoder;
     AutoEncoder() {
-        nn::ConvOptions down{.kernel = {3, 3}, .stride = {2}, .padding = {1}};
-        nn::ConvOptions up{.kernel = {3, 3}, .stride = {2}, .padding = {1}, .output_padding = {1}};
-        encoder = register_module("encoder", std::make_shared<nn::Sequential>());
-        encoder->add(std::make_shared<nn::Conv>(1, 16, down))     // 28 -> 14
-            .add(std::make_shared<nn::ReLU>())
-            .add(std::make_shared<nn::Conv>(16, 32, down))        // 14 -> 7
-            .add(std::make_shared<nn::ReLU>())
-            .add(std::make_shared<nn::Flatten>())
-            .add(std::make_shared<nn::Linear>(32 * 7 * 7, 32));   // the code
-        decoder = register_module("decoder", std::make_shared<nn::Sequential>());
-        decoder->add(std::make_shared<nn::Linear>(32, 32 * 7 * 7))
-            .add(std::make_shared<nn::ReLU>())
-            .add(std::make_shared<nn::Unflatten>(Shape{32, 7, 7}))
-            .add(std::make_shared<nn::ConvTranspose>(32, 16, up))  // 7 -> 14
-            .add(std::make_shared<nn::ReLU>())
-            .add(std::make_shared<nn::ConvTranspose>(16, 1, up));  // 14 -> 28, logits
+        const nn::ConvOptions down = nn::ConvOptions{3, 3}.stride(2).padding(1);
+        const nn::ConvOptions up = nn::ConvOptions{3, 3}.stride(2).padding(1).output_padding(1);
+        encoder = register_module("encoder", nn::Sequential{nn::Conv(1, 16, down),   // 28 -> 14
+                                                            nn::ReLU(),
+                                                            nn::Conv(16, 32, down),  // 14 -> 7
+                                                            nn::ReLU(),
+                                                            nn::Flatten(),
+                                                            nn::Linear(32 * 7 * 7, 32)});  // the code
+        decoder = register_module("decoder", nn::Sequential{nn::Linear(32, 32 * 7 * 7),
+                                                            nn::ReLU(),
+                                                            nn::Unflatten({32, 7, 7}),
+                                                            nn::ConvTranspose(32, 16, up),  // 7 -> 14
+                                                            nn::ReLU(),
+                                                            nn::ConvTranspose(16, 1, up)});  // 14 -> 28, logits
     }
     ag::Variable forward(const ag::Variable& x) override { return decoder->forward(encoder->forward(x)); }
 };

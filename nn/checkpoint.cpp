@@ -1,5 +1,6 @@
 #include "tapegrad/nn/checkpoint.hpp"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "tapegrad/core/npy.hpp"
@@ -8,13 +9,13 @@ namespace tg::nn {
 
 namespace fs = std::filesystem;
 
-void save_checkpoint(const Module& m, const std::string& dir) {
+void save_state_dict(const StateDict& dict, const std::string& dir) {
     const fs::path target(dir), tmp = fs::path(dir + ".tmp"), old = fs::path(dir + ".old");
     std::error_code ec;
     fs::remove_all(tmp, ec);
     if (!fs::create_directories(tmp, ec) && ec) fail("path", "cannot create checkpoint folder '", tmp.string(), "'");
     try {
-        for (const auto& [name, p] : m.named_parameters()) write_npy((tmp / (name + ".npy")).string(), p.value(), name);
+        for (const auto& [name, t] : dict) write_npy((tmp / (name + ".npy")).string(), t, name);
     } catch (...) {
         fs::remove_all(tmp, ec);
         throw;
@@ -26,17 +27,34 @@ void save_checkpoint(const Module& m, const std::string& dir) {
     fs::remove_all(old, ec);
 }
 
-void load_checkpoint(Module& m, const std::string& dir) {
-    auto params = m.named_parameters();
-    std::vector<Tensor> loaded;
-    for (const auto& [name, p] : params) {
-        Tensor t = read_npy((fs::path(dir) / (name + ".npy")).string(), name);
-        if (t.shape() != p.shape() || t.dtype() != p.dtype())
-            fail(name, "checkpoint '", dir, "': parameter ", name, " has shape ", shape_str(t.shape()), " ",
-                 dtype_name(t.dtype()), ", the module has ", shape_str(p.shape()), " ", dtype_name(p.dtype()));
-        loaded.push_back(std::move(t));
+void save_checkpoint(const Module& m, const std::string& dir) { save_state_dict(m.state_dict(), dir); }
+
+StateDict read_state_dict(const std::string& dir) {
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec)) fail("path", "checkpoint '", dir, "' is not a folder");
+    std::vector<std::string> names;
+    for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
+        const std::string f = e.path().filename().string();
+        if (e.is_regular_file() && f.size() > 4 && f.ends_with(".npy")) names.push_back(f.substr(0, f.size() - 4));
     }
-    for (std::size_t i = 0; i < params.size(); ++i) params[i].second.assign(loaded[i]);
+    if (ec) fail("path", "cannot list checkpoint folder '", dir, "': ", ec.message());
+    std::sort(names.begin(), names.end());
+    StateDict out;
+    for (const std::string& n : names) out.insert(n, read_npy((fs::path(dir) / (n + ".npy")).string(), n));
+    return out;
+}
+
+LoadResult load_checkpoint(Module& m, const std::string& dir, bool strict) {
+    StateDict dict = read_state_dict(dir);
+    for (const auto& [name, t] : m.state_dict()) {
+        const Tensor* f = dict.find(name);
+        if (f && t.dtype() == DType::bf16 && f->dtype() == DType::f32) dict.set(name, f->to(DType::bf16));
+    }
+    try {
+        return m.load_state_dict(dict, strict);
+    } catch (const Error& e) {
+        throw Error(e.key(), "checkpoint '" + dir + "': " + e.what());
+    }
 }
 
 }  // namespace tg::nn

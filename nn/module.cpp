@@ -1,6 +1,8 @@
 #include "tapegrad/nn/module.hpp"
 
 #include <cmath>
+#include <cstring>
+#include <sstream>
 
 #include "tapegrad/autograd/conv.hpp"
 #include "tapegrad/autograd/ops.hpp"
@@ -31,15 +33,15 @@ Shape per_axis(const Shape& v, std::size_t D, const char* key, std::int64_t min,
 }
 
 ConvOptions checked(ConvOptions o, const char* layer) {
-    const std::size_t D = o.kernel.size();
+    const std::size_t D = o.kernel().size();
     if (D == 0) fail("kernel", layer, ": kernel must have at least one axis");
-    for (std::int64_t k : o.kernel)
+    for (std::int64_t k : o.kernel())
         if (k < 1) fail("kernel", layer, ": kernel size ", k, " must be >= 1");
-    o.stride = per_axis(o.stride, D, "stride", 1, layer);
-    o.padding = per_axis(o.padding, D, "padding", 0, layer);
-    o.dilation = per_axis(o.dilation, D, "dilation", 1, layer);
-    o.output_padding = per_axis(o.output_padding, D, "output_padding", 0, layer);
-    if (o.groups < 1) fail("groups", layer, ": groups ", o.groups, " must be >= 1");
+    o.stride(per_axis(o.stride(), D, "stride", 1, layer));
+    o.padding(per_axis(o.padding(), D, "padding", 0, layer));
+    o.dilation(per_axis(o.dilation(), D, "dilation", 1, layer));
+    o.output_padding(per_axis(o.output_padding(), D, "output_padding", 0, layer));
+    if (o.groups() < 1) fail("groups", layer, ": groups ", o.groups(), " must be >= 1");
     return o;
 }
 
@@ -51,14 +53,121 @@ void check_input(const Shape& s, std::size_t D, std::int64_t C, const char* laye
 
 // The layer's settings as the geometry constructors take them, for an input of shape s.
 ConvParams params(const ConvOptions& o, const Shape& s, std::int64_t in, std::int64_t out) {
-    return ConvParams{.N = s[0], .C_in = in, .C_out = out, .groups = o.groups, .in_size = Shape(s.begin() + 2, s.end()),
-                      .kernel = o.kernel, .stride = o.stride, .dilation = o.dilation, .pads_begin = o.padding,
-                      .pads_end = o.padding, .output_padding = {}, .layout = Layout::NCX};
+    return ConvParams{.N = s[0], .C_in = in, .C_out = out, .groups = o.groups(), .in_size = Shape(s.begin() + 2, s.end()),
+                      .kernel = o.kernel(), .stride = o.stride(), .dilation = o.dilation(), .pads_begin = o.padding(),
+                      .pads_end = o.padding(), .output_padding = {}, .layout = Layout::NCX};
 }
 
 std::int64_t fan(std::int64_t c, const Shape& k) { return c * shape_numel(k); }
 
 }  // namespace
+
+// ---- StateDict ----------------------------------------------------------------------------
+
+StateDict::StateDict(std::initializer_list<Entry> entries) {
+    for (const Entry& e : entries) insert(e.first, e.second);
+}
+
+void StateDict::insert(std::string name, Tensor value) {
+    if (contains(name)) fail(name, "StateDict: key '", name, "' is already present");
+    entries_.emplace_back(std::move(name), std::move(value));
+}
+
+void StateDict::set(const std::string& name, Tensor value) {
+    for (Entry& e : entries_)
+        if (e.first == name) {
+            e.second = std::move(value);
+            return;
+        }
+    entries_.emplace_back(name, std::move(value));
+}
+
+bool StateDict::erase(const std::string& name) {
+    for (auto it = entries_.begin(); it != entries_.end(); ++it)
+        if (it->first == name) {
+            entries_.erase(it);
+            return true;
+        }
+    return false;
+}
+
+const Tensor* StateDict::find(const std::string& name) const {
+    for (const Entry& e : entries_)
+        if (e.first == name) return &e.second;
+    return nullptr;
+}
+
+const Tensor& StateDict::at(const std::string& name) const {
+    const Tensor* t = find(name);
+    if (!t) fail(name, "StateDict: no key '", name, "'");
+    return *t;
+}
+
+std::vector<std::string> StateDict::keys() const {
+    std::vector<std::string> out;
+    for (const Entry& e : entries_) out.push_back(e.first);
+    return out;
+}
+
+StateDict StateDict::clone() const {
+    StateDict out;
+    for (const Entry& e : entries_) out.entries_.emplace_back(e.first, e.second.defined() ? e.second.clone() : Tensor());
+    return out;
+}
+
+// ---- Module -------------------------------------------------------------------------------
+
+namespace {
+
+std::string joined(const std::vector<std::string>& names) {
+    std::string s;
+    for (const std::string& n : names) s += (s.empty() ? "" : ", ") + n;
+    return s;
+}
+
+// Copies `src` into the storage of `dst` (same shape and dtype, checked by the caller) and
+// bumps its version.
+void copy_into(Tensor dst, const Tensor& src) {
+    if (!dst.is_contiguous()) fail("value", "copy into a strided buffer");
+    const Tensor c = src.contiguous();
+    std::memcpy(dst.raw_data(), c.raw_data(), static_cast<std::size_t>(dst.numel()) * dtype_size(dst.dtype()));
+    dst.bump_version();
+}
+
+// Converts a parameter's value in place, keeping the Variable (its handle is shared by the
+// layer's member, the module's list and any optimizer). Variable offers no setter for its
+// value, but value() is a reference to the Tensor the Variable owns (a non-const object),
+// so it is replaced through that reference.
+void retype(const Variable& p, DType dtype) {
+    if (p.dtype() == dtype) return;
+    Tensor converted = p.value().to(dtype);
+    Variable handle = p;
+    handle.zero_grad();  // a gradient of the old dtype could not be accumulated into
+    Tensor& slot = const_cast<Tensor&>(p.value());
+    slot.bump_version();  // graphs that saved the old value now report it stale
+    slot = std::move(converted);
+}
+
+}  // namespace
+
+struct Module::Slot {
+    std::string name;
+    Variable* param = nullptr;  // a parameter, or
+    Tensor* buffer = nullptr;   // a buffer
+    const Tensor& value() const { return param ? param->value() : *buffer; }
+};
+
+void Module::check_new_name(const std::string& name, const char* what) const {
+    if (name.empty() || name.find('.') != std::string::npos)
+        fail(name, "register_", what, ": name '", name, "' must be non-empty and contain no '.'");
+    auto taken = [&](const auto& list) {
+        for (const auto& e : list)
+            if (e.first == name) return true;
+        return false;
+    };
+    if (taken(params_) || taken(buffers_) || taken(children_))
+        fail(name, "register_", what, ": name '", name, "' is already taken in this module");
+}
 
 std::vector<std::pair<std::string, Variable>> Module::named_parameters() const {
     std::vector<std::pair<std::string, Variable>> out = params_;
@@ -73,6 +182,13 @@ std::vector<Variable> Module::parameters() const {
     return out;
 }
 
+std::vector<std::pair<std::string, Tensor>> Module::named_buffers() const {
+    std::vector<std::pair<std::string, Tensor>> out = buffers_;
+    for (const auto& [name, child] : children_)
+        for (auto& [bn, b] : child->named_buffers()) out.emplace_back(name + "." + bn, b);
+    return out;
+}
+
 void Module::zero_grad() {
     for (Variable& p : parameters()) p.zero_grad();
 }
@@ -83,42 +199,133 @@ std::int64_t Module::parameter_count() const {
     return n;
 }
 
+void Module::collect_state(const std::string& prefix, StateDict& out) const {
+    for (const auto& [n, p] : params_) out.insert(prefix + n, p.value());
+    for (const auto& [n, b] : buffers_) out.insert(prefix + n, b);
+    for (const auto& [n, c] : children_) c->collect_state(prefix + n + ".", out);
+}
+
+StateDict Module::state_dict() const {
+    StateDict out;
+    collect_state("", out);
+    return out;
+}
+
+void Module::collect_slots(const std::string& prefix, std::vector<Slot>& out) {
+    for (auto& [n, p] : params_) out.push_back(Slot{prefix + n, &p, nullptr});
+    for (auto& [n, b] : buffers_) out.push_back(Slot{prefix + n, nullptr, &b});
+    for (auto& [n, c] : children_) c->collect_slots(prefix + n + ".", out);
+}
+
+LoadResult Module::load_state_dict(const StateDict& dict, bool strict) {
+    std::vector<Slot> slots;
+    collect_slots("", slots);
+    LoadResult r;
+    std::vector<std::pair<const Slot*, const Tensor*>> plan;
+    std::vector<std::string> mismatched;
+    for (const Slot& s : slots) {
+        const Tensor* t = dict.find(s.name);
+        if (!t) {
+            r.missing.push_back(s.name);
+            continue;
+        }
+        const Tensor& have = s.value();
+        if (!t->defined() || t->shape() != have.shape() || t->dtype() != have.dtype()) {
+            std::ostringstream os;
+            os << s.name << " is ";
+            if (t->defined()) os << shape_str(t->shape()) << " " << dtype_name(t->dtype());
+            else os << "undefined";
+            os << " in the dictionary, " << shape_str(have.shape()) << " " << dtype_name(have.dtype()) << " in the module";
+            mismatched.push_back(os.str());
+            continue;
+        }
+        plan.emplace_back(&s, t);
+    }
+    for (const auto& [name, t] : dict) {
+        bool known = false;
+        for (const Slot& s : slots) known = known || s.name == name;
+        if (!known) r.unexpected.push_back(name);
+    }
+    if (!mismatched.empty())
+        fail(mismatched.size() == 1 ? mismatched[0].substr(0, mismatched[0].find(' ')) : std::string("state_dict"),
+             "load_state_dict: ", joined(mismatched));
+    if (strict && (!r.missing.empty() || !r.unexpected.empty())) {
+        std::ostringstream os;
+        os << "load_state_dict:";
+        if (!r.missing.empty()) os << " missing keys: " << joined(r.missing) << (r.unexpected.empty() ? "" : ";");
+        if (!r.unexpected.empty()) os << " unexpected keys: " << joined(r.unexpected);
+        fail(!r.missing.empty() ? r.missing[0] : r.unexpected[0], os.str());
+    }
+    for (const auto& [s, t] : plan) {
+        if (s->param) s->param->assign(*t);
+        else copy_into(*s->buffer, *t);
+    }
+    return r;
+}
+
+Module& Module::to(DType dtype) {
+    if (!is_float(dtype)) fail("dtype", "Module::to: ", dtype_name(dtype), " is not a float dtype");
+    for (auto& [n, p] : params_) retype(p, dtype);
+    for (auto& [n, b] : buffers_)
+        if (is_float(b.dtype()) && b.dtype() != dtype) {
+            Tensor old = b;
+            b = b.to(dtype);
+            old.bump_version();
+        }
+    for (auto& [n, c] : children_) c->to(dtype);
+    return *this;
+}
+
 Variable& Module::register_parameter(const std::string& name, Tensor value) {
+    check_new_name(name, "parameter");
     params_.emplace_back(name, ag::param(std::move(value), name));
     return params_.back().second;
+}
+
+Tensor& Module::register_buffer(const std::string& name, Tensor value) {
+    check_new_name(name, "buffer");
+    if (!value.defined()) fail(name, "register_buffer: buffer '", name, "' is undefined");
+    buffers_.emplace_back(name, value.contiguous());
+    return buffers_.back().second;
+}
+
+Tensor& Module::buffer(const std::string& name) {
+    for (auto& [n, b] : buffers_)
+        if (n == name) return b;
+    fail(name, "Module: no buffer '", name, "'");
 }
 
 Linear::Linear(std::int64_t in, std::int64_t out, bool with_bias, DType dtype) {
     if (in < 1 || out < 1) fail("features", "Linear: in and out features must be >= 1, got ", in, " and ", out);
     const double b = 1.0 / std::sqrt(static_cast<double>(in));
-    weight = register_parameter("weight", uniform({in, out}, b, dtype));
+    weight = register_parameter("weight", uniform({out, in}, b, dtype));
     if (with_bias) bias = register_parameter("bias", uniform({out}, b, dtype));
 }
 
 Variable Linear::forward(const Variable& x) {
-    if (x.ndim() != 2 || x.shape()[1] != weight.shape()[0])
-        fail("input", "Linear: input ", shape_str(x.shape()), " must be [N, ", weight.shape()[0], "]");
-    Variable y = ag::matmul(x, weight);
+    if (x.ndim() != 2 || x.shape()[1] != weight.shape()[1])
+        fail("input", "Linear: input ", shape_str(x.shape()), " must be [N, ", weight.shape()[1], "]");
+    Variable y = ag::matmul(x, ag::transpose(weight));
     return bias.defined() ? ag::add(y, bias) : y;
 }
 
 Conv::Conv(std::int64_t in_channels, std::int64_t out_channels, ConvOptions opt)
     : in_(in_channels), out_(out_channels), opt_(checked(std::move(opt), "Conv")) {
-    for (std::int64_t e : opt_.output_padding)
+    for (std::int64_t e : opt_.output_padding())
         if (e != 0)
-            fail("output_padding", "Conv: output_padding=", shape_str(opt_.output_padding),
+            fail("output_padding", "Conv: output_padding=", shape_str(opt_.output_padding()),
                  " applies to a transposed convolution only (use ConvTranspose)");
-    if (in_ < 1 || out_ < 1 || in_ % opt_.groups || out_ % opt_.groups)
-        fail("groups", "Conv: channels ", in_, " -> ", out_, " must be >= 1 and divisible by groups ", opt_.groups);
-    Shape ws{out_, in_ / opt_.groups};
-    ws.insert(ws.end(), opt_.kernel.begin(), opt_.kernel.end());
-    const double b = 1.0 / std::sqrt(static_cast<double>(fan(in_ / opt_.groups, opt_.kernel)));
-    weight = register_parameter("weight", uniform(ws, b, opt_.dtype));
-    if (opt_.bias) bias = register_parameter("bias", uniform({out_}, b, opt_.dtype));
+    if (in_ < 1 || out_ < 1 || in_ % opt_.groups() || out_ % opt_.groups())
+        fail("groups", "Conv: channels ", in_, " -> ", out_, " must be >= 1 and divisible by groups ", opt_.groups());
+    Shape ws{out_, in_ / opt_.groups()};
+    ws.insert(ws.end(), opt_.kernel().begin(), opt_.kernel().end());
+    const double b = 1.0 / std::sqrt(static_cast<double>(fan(in_ / opt_.groups(), opt_.kernel())));
+    weight = register_parameter("weight", uniform(ws, b, opt_.dtype()));
+    if (opt_.bias()) bias = register_parameter("bias", uniform({out_}, b, opt_.dtype()));
 }
 
 ConvGeometry Conv::geometry(const Shape& s) const {
-    check_input(s, opt_.kernel.size(), in_, "Conv");
+    check_input(s, opt_.kernel().size(), in_, "Conv");
     return ConvGeometry::forward(params(opt_, s, in_, out_), "Conv");
 }
 
@@ -129,20 +336,20 @@ Variable Conv::forward(const Variable& x) {
 
 ConvTranspose::ConvTranspose(std::int64_t in_channels, std::int64_t out_channels, ConvOptions opt)
     : in_(in_channels), out_(out_channels), opt_(checked(std::move(opt), "ConvTranspose")) {
-    if (in_ < 1 || out_ < 1 || in_ % opt_.groups || out_ % opt_.groups)
-        fail("groups", "ConvTranspose: channels ", in_, " -> ", out_, " must be >= 1 and divisible by groups ", opt_.groups);
-    Shape ws{in_, out_ / opt_.groups};
-    ws.insert(ws.end(), opt_.kernel.begin(), opt_.kernel.end());
+    if (in_ < 1 || out_ < 1 || in_ % opt_.groups() || out_ % opt_.groups())
+        fail("groups", "ConvTranspose: channels ", in_, " -> ", out_, " must be >= 1 and divisible by groups ", opt_.groups());
+    Shape ws{in_, out_ / opt_.groups()};
+    ws.insert(ws.end(), opt_.kernel().begin(), opt_.kernel().end());
     // PyTorch's fan-in for a transposed conv weight [in, out/G, K] is (out/G)·∏K.
-    const double b = 1.0 / std::sqrt(static_cast<double>(fan(out_ / opt_.groups, opt_.kernel)));
-    weight = register_parameter("weight", uniform(ws, b, opt_.dtype));
-    if (opt_.bias) bias = register_parameter("bias", uniform({out_}, b, opt_.dtype));
+    const double b = 1.0 / std::sqrt(static_cast<double>(fan(out_ / opt_.groups(), opt_.kernel())));
+    weight = register_parameter("weight", uniform(ws, b, opt_.dtype()));
+    if (opt_.bias()) bias = register_parameter("bias", uniform({out_}, b, opt_.dtype()));
 }
 
 ConvGeometry ConvTranspose::geometry(const Shape& s) const {
-    check_input(s, opt_.kernel.size(), in_, "ConvTranspose");
+    check_input(s, opt_.kernel().size(), in_, "ConvTranspose");
     ConvParams p = params(opt_, s, in_, out_);
-    p.output_padding = opt_.output_padding;
+    p.output_padding = opt_.output_padding();
     return ConvGeometry::transposed(p, "ConvTranspose");
 }
 

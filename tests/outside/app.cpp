@@ -7,7 +7,7 @@ int main() {
     using namespace tg;
     ag::Variable x = ag::constant(Tensor::full({2, 3, 4}, 0.5, DType::f32));
     ag::Variable target = ag::constant(Tensor::full({2, 2, 8}, 0.25, DType::f32));
-    nn::ConvTranspose up(3, 2, {.kernel = {2}, .stride = {2}});
+    nn::ConvTranspose up(3, 2, nn::ConvOptions{2}.stride(2));
     nn::Adam opt(up.parameters(), 0.05);
     double first = 0, last = 0;
     for (int step = 0; step < 100; ++step) {
