@@ -153,6 +153,18 @@ void Variable::zero_grad() {
     impl_->grad = Variable();
 }
 
+void Variable::set_data(Tensor value) {
+    impl_of(impl_, "set_data");
+    if (!is_leaf()) fail("value", "set_data: ", name().empty() ? "the variable" : "'" + name() + "'",
+                         " is the result of op '", op(), "'; only a leaf's value can be replaced");
+    if (!value.defined()) fail("value", "set_data: the new value is undefined");
+    if (requires_grad() && !is_float(value.dtype()))
+        fail("value", "set_data: a variable that requires a gradient needs a float value, got ", dtype_name(value.dtype()));
+    zero_grad();
+    impl_->value.bump_version();
+    impl_->value = std::move(value);
+}
+
 void Variable::assign(const Tensor& src) {
     impl_of(impl_, "assign");
     Tensor& v = impl_->value;

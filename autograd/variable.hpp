@@ -70,6 +70,11 @@ public:
     // become stale, and that backward will say so.
     void assign(const Tensor& src);
 
+    // Replaces the value of a leaf by another tensor (any shape or dtype; like PyTorch's
+    // `.data =`), e.g. to convert a parameter's dtype. The accumulated gradient is dropped
+    // and the old value's version bumped, so graphs that saved it report it stale.
+    void set_data(Tensor value);
+
     // A new leaf with the same value (same storage) and no history.
     Variable detach() const;
 

@@ -138,14 +138,8 @@ void copy_into(Tensor dst, const Tensor& src) {
 // layer's member, the module's list and any optimizer). Variable offers no setter for its
 // value, but value() is a reference to the Tensor the Variable owns (a non-const object),
 // so it is replaced through that reference.
-void retype(const Variable& p, DType dtype) {
-    if (p.dtype() == dtype) return;
-    Tensor converted = p.value().to(dtype);
-    Variable handle = p;
-    handle.zero_grad();  // a gradient of the old dtype could not be accumulated into
-    Tensor& slot = const_cast<Tensor&>(p.value());
-    slot.bump_version();  // graphs that saved the old value now report it stale
-    slot = std::move(converted);
+void retype(Variable& p, DType dtype) {
+    if (p.dtype() != dtype) p.set_data(p.value().to(dtype));
 }
 
 }  // namespace
