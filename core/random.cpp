@@ -79,10 +79,18 @@ double Generator::normal_locked() {
     return r * std::cos(a);
 }
 
+namespace {
+thread_local Generator* t_scoped = nullptr;
+}
+
 Generator& default_generator() {
+    if (t_scoped) return *t_scoped;
     static Generator g;
     return g;
 }
+
+GeneratorScope::GeneratorScope(Generator& gen) : previous_(t_scoped) { t_scoped = &gen; }
+GeneratorScope::~GeneratorScope() { t_scoped = previous_; }
 
 void manual_seed(std::uint64_t seed) { default_generator().manual_seed(seed); }
 

@@ -50,10 +50,27 @@ private:
     double spare_ = 0;
 };
 
-// The process-wide generator the factories use when none is given (seeded with
-// Generator::kDefaultSeed at start, so a program is reproducible without seeding).
+// The generator the factories and the layers' initialisation use when none is given: the
+// process-wide one (seeded with Generator::kDefaultSeed at start, so a program is
+// reproducible without seeding), unless a GeneratorScope of this thread names another.
 Generator& default_generator();
 // Reseeds default_generator().
 void manual_seed(std::uint64_t seed);
+
+// While it lives, default_generator() in this thread is `gen`: a thread that builds and
+// trains its own model draws from its own sequence, whatever other threads do.
+//   tg::Generator gen(42);
+//   tg::GeneratorScope scope(gen);
+//   nn::Linear layer(4, 2);   // initialised from gen
+class GeneratorScope {
+public:
+    explicit GeneratorScope(Generator& gen);
+    ~GeneratorScope();
+    GeneratorScope(const GeneratorScope&) = delete;
+    GeneratorScope& operator=(const GeneratorScope&) = delete;
+
+private:
+    Generator* previous_;
+};
 
 }  // namespace tg

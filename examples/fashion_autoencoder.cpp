@@ -16,6 +16,7 @@
 
 #include "tapegrad/autograd/ops.hpp"
 #include "tapegrad/nn/checkpoint.hpp"
+#include "tapegrad/core/random.hpp"
 #include "tapegrad/data/idx.hpp"
 #include "tapegrad/data/image.hpp"
 #include "tapegrad/nn/module.hpp"
@@ -99,14 +100,14 @@ struct AutoEncoder : nn::Module {
 int main(int argc, char** argv) try {
     const Args a = parse(argc, argv);
     std::printf("loading Fashion-MNIST from %s\n", a.data.c_str());
-    Tensor train = read_idx(a.data + "/train-images-idx3-ubyte.gz");
-    const Tensor test = read_idx(a.data + "/t10k-images-idx3-ubyte.gz");
+    Tensor train = read_idx_images(a.data + "/train-images-idx3-ubyte.gz");
+    const Tensor test = read_idx_images(a.data + "/t10k-images-idx3-ubyte.gz");
     std::int64_t n_train = train.shape()[0];
     if (a.limit > 0) n_train = std::min(n_train, a.limit);
     std::printf("train %lld images, test %lld images, 28x28\n", static_cast<long long>(n_train),
                 static_cast<long long>(test.shape()[0]));
 
-    nn::init_rng().seed(7);
+    manual_seed(7);
     AutoEncoder model;
     nn::Adam opt(model.parameters(), 2e-3);
     std::printf("model: %lld parameters\n", static_cast<long long>(model.parameter_count()));

@@ -2,10 +2,7 @@
 // a gradient check. Built with the project, so the README's snippet always compiles.
 #include <iostream>
 
-#include "tapegrad/autograd/conv.hpp"
-#include "tapegrad/autograd/gradcheck.hpp"
-#include "tapegrad/autograd/ops.hpp"
-#include "tapegrad/core/factories.hpp"
+#include <tapegrad/tapegrad.hpp>
 
 using namespace tg;
 using namespace tg::ag;
@@ -15,8 +12,8 @@ int main() {
     Generator gen(0);
     auto randn = [&](const Shape& s) { return tg::randn(s, DType::f64, gen); };
     // 1-D conv, 2 -> 3 channels, kernel 3, stride 2, pad 1, on 4 signals of length 8 -> length 4
-    const ConvGeometry g = ConvGeometry::forward({.N = 4, .C_in = 2, .C_out = 3, .in_size = {8}, .kernel = {3},
-                                                                 .stride = {2}, .pads_begin = {1}, .pads_end = {1}});
+    const ConvGeometry g = ConvGeometry::forward(
+        {.N = 4, .C_in = 2, .C_out = 3, .in_size = {8}, .kernel = {3}, .stride = {2}, .pads_begin = {1}, .pads_end = {1}});
     auto model = [&](const std::vector<Variable>& p) {  // p = {x, W, b, V}
         Variable h = tanh(conv(p[0], p[1], g, p[2]));  // conv + bias, one op
         return matmul(reshape(h, {4, 12}), p[3]);  // [N, 3·4] · [12, 1]

@@ -6,20 +6,16 @@
 
 #include "tapegrad/autograd/conv.hpp"
 #include "tapegrad/autograd/ops.hpp"
+#include "tapegrad/core/random.hpp"
 
 namespace tg::nn {
 
-std::mt19937& init_rng() {
-    static std::mt19937 rng(20261122);
-    return rng;
-}
-
 namespace {
 
+// U(−bound, bound) from tg::default_generator() (manual_seed, or a GeneratorScope).
 Tensor uniform(const Shape& shape, double bound, DType dtype) {
-    std::uniform_real_distribution<double> u(-bound, bound);
     std::vector<double> v(static_cast<std::size_t>(shape_numel(shape)));
-    for (double& e : v) e = u(init_rng());
+    default_generator().fill_uniform(v, -bound, bound);
     return Tensor::from(shape, v, dtype);
 }
 

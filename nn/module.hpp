@@ -24,6 +24,9 @@
 // any order: nn::ConvOptions{3, 3}.stride(2).padding(1).output_padding(1). A single number
 // applies to every axis; a list gives one value per axis.
 //
+// Initialisation draws from tg::default_generator(): seed it with tg::manual_seed(seed), or
+// give a thread its own sequence with tg::GeneratorScope (core/random.hpp).
+//
 // Saving and restoring: state_dict() is the ordered name -> Tensor map of every parameter
 // and buffer ("encoder.0.weight"), load_state_dict() copies one back (checking names,
 // shapes and dtypes first, so a failed load changes nothing); nn/checkpoint.hpp writes it
@@ -149,9 +152,6 @@ private:
     std::vector<std::pair<std::string, Tensor>> buffers_;
     std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
 };
-
-// The random source for parameter initialisation; seed it for reproducible models.
-std::mt19937& init_rng();
 
 // y = x·Wᵀ + b for x [N, in], with W [out, in] and b [out] as in PyTorch, both initialised
 // U(−1/√in, 1/√in).

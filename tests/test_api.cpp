@@ -288,3 +288,18 @@ TEST_CASE("errors start with the op's name and show shapes and values", "[api][e
     CHECK_THROWS_WITH(g.validate("conv"), Catch::StartsWith("conv: dilation[0]=0 must be >= 1 (dilation [0])"));
     CHECK(key_of([&] { g.validate("conv"); }) == "geometry");
 }
+
+TEST_CASE("GeneratorScope: a thread's layers and factories draw from its own generator", "[api][random]") {
+    Generator a(7), b(7);
+    Tensor first, second;
+    {
+        GeneratorScope scope(a);
+        first = randn({4});
+        manual_seed(123);  // reseeds `a`, the scoped generator, not the global one
+        second = randn({4});
+    }
+    b.manual_seed(123);
+    CHECK(second.values() == randn({4}, b).values());
+    Generator c(7);
+    CHECK(first.values() == randn({4}, c).values());
+}
