@@ -565,7 +565,7 @@ LoadedCheckpoint load_checkpoint(Module& m, Optimizer& opt, const std::string& d
     const auto kind = c.info.find("optimizer");
     if (kind == c.info.end()) fail("optimizer", "checkpoint '", dir, "' holds no optimizer state");
     if (kind->second != opt.kind())
-        fail("optimizer", "checkpoint '", dir, "' holds the state of a ", kind->second, " optimizer, not ", opt.kind());
+        fail("optimizer", "checkpoint '", dir, "' holds the state of an optimizer of kind ", kind->second, ", not ", opt.kind());
     const StateDict model = with_prefix(c.tensors, kModel), optim = with_prefix(c.tensors, kOptim);
     const StateDict before = m.state_dict().clone();
     try {

@@ -146,7 +146,7 @@ TEST_CASE("Checkpoint format: generations, manifest, module and optimizer round 
         nn::load_checkpoint(m, sgd, dir.string());
         FAIL("loaded Adam state into SGD");
     } catch (const Error& e) {
-        CHECK(std::string(e.what()).find("Adam optimizer, not SGD") != std::string::npos);
+        CHECK(std::string(e.what()).find("kind Adam, not SGD") != std::string::npos);
     }
     fs::remove_all(dir);
 }
