@@ -3,6 +3,7 @@
 #include <cctype>
 #include <cstdio>
 #include <fstream>
+#include <sstream>
 #include <vector>
 
 #include <sys/stat.h>
@@ -154,7 +155,7 @@ struct Parsed {
     std::int64_t n = 0, nbytes = 0;
 };
 
-Parsed parse_file(std::ifstream& f, const std::string& path, const std::string& key, const NpyOptions& opt) {
+Parsed parse_file(std::istream& f, const std::string& path, const std::string& key, const NpyOptions& opt) {
     f.seekg(0, std::ios::end);
     const std::int64_t file_size = static_cast<std::int64_t>(f.tellg());
     f.seekg(0);
@@ -215,8 +216,9 @@ NpyInfo read_npy_header(const std::string& path, const std::string& key, const N
     return {p.h.shape, p.descr.dtype};
 }
 
-Tensor read_npy(const std::string& path, const std::string& key, const NpyOptions& opt) {
-    std::ifstream f = open_npy(path, key);
+namespace {
+
+Tensor read_npy_stream(std::istream& f, const std::string& path, const std::string& key, const NpyOptions& opt) {
     const Parsed p = parse_file(f, path, key, opt);
     const Header& h = p.h;
     const Descr& descr = p.descr;
@@ -235,10 +237,45 @@ Tensor read_npy(const std::string& path, const std::string& key, const NpyOption
     return t;
 }
 
+}  // namespace
+
+Tensor read_npy(const std::string& path, const std::string& key, const NpyOptions& opt) {
+    std::ifstream f = open_npy(path, key);
+    return read_npy_stream(f, path, key, opt);
+}
+
+Tensor decode_npy(const std::string& bytes, const std::string& name, const std::string& key, const NpyOptions& opt) {
+    std::istringstream f(bytes);
+    return read_npy_stream(f, name, key, opt);
+}
+
 namespace {
 
 // Writes the .npy bytes of `tensor` to a new temporary file beside `path` and returns its name.
 std::string write_temp(const std::string& path, const Tensor& tensor, const std::string& key) {
+    const std::string bytes = encode_npy(tensor, key);
+    check_output_target(path, key);
+    std::string tmp = path + ".tmp.XXXXXX";
+    const int fd = ::mkstemp(tmp.data());  // a fresh name, created exclusively
+    if (fd < 0) fail(key, "cannot write '", path, "' (cannot create a temporary file beside it)");
+    ::fchmod(fd, 0644);
+    ::close(fd);
+    {
+        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+        out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+        out.flush();
+        if (!out) {
+            out.close();
+            std::remove(tmp.c_str());
+            fail(key, "error while writing '", path, "'");
+        }
+    }
+    return tmp;
+}
+
+}  // namespace
+
+std::string encode_npy(const Tensor& tensor, const std::string& key) {
     Tensor t = (tensor.dtype() == DType::bf16 ? tensor.to(DType::f32) : tensor).contiguous();
     const char* descr = "";
     switch (t.dtype()) {
@@ -258,32 +295,16 @@ std::string write_temp(const std::string& path, const Tensor& tensor, const std:
     header.append((64 - total % 64) % 64, ' ');
     header += '\n';
     if (header.size() > 65535) fail(key, "header too long for .npy version 1.0");
-
-    check_output_target(path, key);
-    std::string tmp = path + ".tmp.XXXXXX";
-    const int fd = ::mkstemp(tmp.data());  // a fresh name, created exclusively
-    if (fd < 0) fail(key, "cannot write '", path, "' (cannot create a temporary file beside it)");
-    ::fchmod(fd, 0644);
-    ::close(fd);
-    {
-        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-        const unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
-                                       static_cast<unsigned char>(header.size() & 0xff),
-                                       static_cast<unsigned char>(header.size() >> 8)};
-        out.write(reinterpret_cast<const char*>(pre), 10);
-        out.write(header.data(), static_cast<std::streamsize>(header.size()));
-        out.write(static_cast<const char*>(t.raw_data()), t.numel() * static_cast<std::int64_t>(dtype_size(t.dtype())));
-        out.flush();
-        if (!out) {
-            out.close();
-            std::remove(tmp.c_str());
-            fail(key, "error while writing '", path, "'");
-        }
-    }
-    return tmp;
+    const unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, static_cast<unsigned char>(header.size() & 0xff),
+                                   static_cast<unsigned char>(header.size() >> 8)};
+    const std::size_t payload = static_cast<std::size_t>(t.numel()) * dtype_size(t.dtype());
+    std::string out;
+    out.reserve(10 + header.size() + payload);
+    out.append(reinterpret_cast<const char*>(pre), 10);
+    out += header;
+    out.append(static_cast<const char*>(t.raw_data()), payload);
+    return out;
 }
-
-}  // namespace
 
 NpyWriteSet::~NpyWriteSet() {
     for (const auto& [path, tmp] : staged_) std::remove(tmp.c_str());

@@ -21,6 +21,12 @@ struct NpyOptions {
 // Fortran order (Fortran is reordered to C). Errors name `key` (e.g. the input's role).
 Tensor read_npy(const std::string& path, const std::string& key = "npy", const NpyOptions& opt = {});
 
+// read_npy on bytes in memory; `name` stands for the path in messages.
+Tensor decode_npy(const std::string& bytes, const std::string& name, const std::string& key = "npy",
+                  const NpyOptions& opt = {});
+// The bytes write_npy writes (version 1.0, C order, bf16 as '<f4').
+std::string encode_npy(const Tensor& t, const std::string& key = "output");
+
 // What an .npy header says, validated exactly as read_npy validates it (including that the
 // file holds exactly the payload the shape needs), without reading or allocating the data.
 struct NpyInfo {

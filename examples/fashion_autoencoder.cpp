@@ -4,14 +4,21 @@
 // tapegrad is built around. It prints progress while it trains and writes a PNG with test
 // images (top rows) and their reconstructions (bottom rows).
 //
-//   fashion_autoencoder [--data DIR] [--epochs E] [--batch B] [--limit N] [--out PNG] [--ckpt DIR]
+// After every epoch it saves a checkpoint (nn/checkpoint.hpp: the model, Adam's state, the
+// epoch and the data-order RNG), and --resume DIR continues from one: a run resumed at an
+// epoch boundary computes bit for bit what the uninterrupted run computes (same data,
+// batch, limit and thread count; tests/resume_example.cmake checks it).
+//
+//   fashion_autoencoder [--data DIR] [--epochs E] [--batch B] [--limit N] [--out PNG] [--ckpt DIR] [--resume DIR]
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <numeric>
 #include <random>
+#include <sstream>
 #include <string>
 
 #include "tapegrad/autograd/ops.hpp"
@@ -31,16 +38,30 @@ struct Args {
     int epochs = 2, batch = 64;
     std::int64_t limit = 0;  // use only the first `limit` training images (0: all)
     std::string out = "fashion_autoencoder.png", ckpt = "fashion_autoencoder.ckpt";
+    std::string resume;  // a checkpoint folder to continue from
 };
 
 constexpr const char* kUsage =
     "usage: fashion_autoencoder [--data DIR] [--epochs E] [--batch B] [--limit N] [--out PNG] [--ckpt DIR]\n"
+    "                           [--resume DIR]\n"
     "  --data DIR   Fashion-MNIST folder (default /usr/share/datasets/fashion-mnist)\n"
     "  --epochs E   passes over the training images (default 2)\n"
     "  --batch B    images per step (default 64)\n"
     "  --limit N    train on the first N images only (default: all)\n"
     "  --out PNG    the picture of test images and reconstructions (default fashion_autoencoder.png)\n"
-    "  --ckpt DIR   the checkpoint folder written at the end (default fashion_autoencoder.ckpt)\n";
+    "  --ckpt DIR   the checkpoint folder written after every epoch (default fashion_autoencoder.ckpt)\n"
+    "  --resume DIR continue from the checkpoint in DIR (same --data, --batch and --limit), up to --epochs\n";
+
+// A whole decimal integer in [lo, hi]; anything else is an error naming the option.
+std::int64_t parse_int(const std::string& opt, const std::string& v, std::int64_t lo, std::int64_t hi) {
+    std::int64_t x = 0;
+    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+    if (ec == std::errc::result_out_of_range || (ec == std::errc() && end == v.data() + v.size() && (x < lo || x > hi)))
+        fail(opt, "option ", opt, " is '", v, "', must be from ", lo, " to ", hi);
+    if (ec != std::errc() || end != v.data() + v.size() || v.empty())
+        fail(opt, "option ", opt, ": '", v, "' is not an integer");
+    return x;
+}
 
 Args parse(int argc, char** argv) {
     Args a;
@@ -53,14 +74,14 @@ Args parse(int argc, char** argv) {
         if (i + 1 >= argc) fail(k, "option ", k, " needs a value");
         const std::string v = argv[++i];
         if (k == "--data") a.data = v;
-        else if (k == "--epochs") a.epochs = std::stoi(v);
-        else if (k == "--batch") a.batch = std::stoi(v);
-        else if (k == "--limit") a.limit = std::stoll(v);
+        else if (k == "--epochs") a.epochs = static_cast<int>(parse_int(k, v, 1, 1000000));
+        else if (k == "--batch") a.batch = static_cast<int>(parse_int(k, v, 1, 1000000));
+        else if (k == "--limit") a.limit = parse_int(k, v, 0, std::int64_t{1} << 40);
         else if (k == "--out") a.out = v;
         else if (k == "--ckpt") a.ckpt = v;
+        else if (k == "--resume") a.resume = v;
         else fail(k, "unknown option ", k);
     }
-    if (a.epochs < 1 || a.batch < 1) fail("epochs", "--epochs and --batch must be >= 1");
     return a;
 }
 
@@ -112,11 +133,32 @@ int main(int argc, char** argv) try {
     nn::Adam opt(model.parameters(), 2e-3);
     std::printf("model: %lld parameters\n", static_cast<long long>(model.parameter_count()));
 
+    // The data order: each epoch shuffles 0..n-1 afresh with this generator, so its state
+    // at an epoch boundary is all a resumed run needs.
     std::vector<std::int64_t> order(static_cast<std::size_t>(n_train));
-    std::iota(order.begin(), order.end(), 0);
     std::mt19937 rng(1);
+    int done = 0;  // epochs completed
+    if (!a.resume.empty()) {
+        const nn::LoadedCheckpoint c = nn::load_checkpoint(model, opt, a.resume);
+        for (const std::string& s : c.skipped) std::printf("warning: skipped %s\n", s.c_str());
+        auto info = [&](const std::string& k) -> const std::string& {
+            const auto it = c.info.find(k);
+            if (it == c.info.end()) fail("resume", "checkpoint '", a.resume, "' lacks the value '", k, "'");
+            return it->second;
+        };
+        done = static_cast<int>(parse_int("epoch", info("epoch"), 0, 1000000));
+        if (info("n_train") != std::to_string(n_train) || info("batch") != std::to_string(a.batch))
+            fail("resume", "checkpoint '", a.resume, "' was trained on ", info("n_train"), " images in batches of ",
+                 info("batch"), ", this run has ", n_train, " and ", a.batch, " (give the same --limit and --batch)");
+        std::istringstream is(info("rng"));
+        is >> rng;
+        if (!is) fail("resume", "checkpoint '", a.resume, "': unreadable RNG state");
+        std::printf("resumed from %s after epoch %d (%lld steps)\n", c.generation.c_str(), done,
+                    static_cast<long long>(opt.steps()));
+    }
     const auto t0 = std::chrono::steady_clock::now();
-    for (int epoch = 1; epoch <= a.epochs; ++epoch) {
+    for (int epoch = done + 1; epoch <= a.epochs; ++epoch) {
+        std::iota(order.begin(), order.end(), 0);
         std::shuffle(order.begin(), order.end(), rng);
         double running = 0;
         int seen = 0;
@@ -138,6 +180,11 @@ int main(int argc, char** argv) try {
                 seen = 0;
             }
         }
+        std::ostringstream rs;
+        rs << rng;
+        nn::save_checkpoint(model, opt, a.ckpt,
+                            {{"epoch", std::to_string(epoch)}, {"rng", rs.str()}, {"n_train", std::to_string(n_train)},
+                             {"batch", std::to_string(a.batch)}});
     }
 
     // Test loss and the picture: 16 test images and their reconstructions.
@@ -159,7 +206,6 @@ int main(int argc, char** argv) try {
     const std::vector<double> r = recon.values();
     both.insert(both.end(), r.begin(), r.end());
     write_png_grid(a.out, Tensor::from({32, 28, 28}, both, DType::f32), 8, 3);
-    nn::save_checkpoint(model, a.ckpt);
     std::printf("wrote %s (rows 1-2: test images, rows 3-4: reconstructions) and checkpoint %s\n", a.out.c_str(),
                 a.ckpt.c_str());
     return 0;

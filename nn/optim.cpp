@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <set>
 
 namespace tg::nn {
 
@@ -70,6 +71,73 @@ void ensure_state(Tensor& s, const Tensor& value) {
     else if (s.dtype() != dt) s = s.to(dt);
 }
 
+Tensor scalar_f64(double v) { return Tensor::from(Shape{}, {v}, DType::f64); }
+Tensor scalar_i64(std::int64_t v) {
+    Tensor t = Tensor::empty(Shape{}, DType::i64);
+    *t.data<std::int64_t>() = v;
+    return t;
+}
+
+// Reads a state dictionary for `opt`: every key must be one of `hyper`, "step", or
+// "<state>.<i>" for a `states` kind and a parameter index, and nothing may be missing.
+class StateReader {
+public:
+    StateReader(const StateDict& d, const char* opt, const std::vector<ag::Variable>& params)
+        : d_(d), opt_(opt), params_(params) {}
+
+    void check_keys(const std::vector<std::string>& hyper, const std::vector<std::string>& states) {
+        for (const std::string& k : d_.keys()) {
+            bool ok = k == "step";
+            for (const std::string& h : hyper) ok = ok || k == h;
+            for (const std::string& st : states)
+                if (!ok && k.size() > st.size() + 1 && k.compare(0, st.size() + 1, st + ".") == 0) {
+                    const std::string idx = k.substr(st.size() + 1);
+                    const bool digits = idx.find_first_not_of("0123456789") == std::string::npos && idx.size() <= 9 &&
+                                        (idx.size() == 1 || idx[0] != '0');
+                    if (digits && std::stoul(idx) < params_.size()) ok = true;
+                }
+            if (!ok) fail(k, opt_, ".load_state_dict: unexpected entry '", k, "' (", params_.size(), " parameters)");
+        }
+        for (const std::string& h : hyper)
+            if (!d_.contains(h)) fail(h, opt_, ".load_state_dict: the entry '", h, "' is missing");
+        if (!d_.contains("step")) fail("step", opt_, ".load_state_dict: the entry 'step' is missing");
+    }
+    double hyper(const std::string& k) const {
+        const Tensor& t = d_.at(k);
+        if (!t.shape().empty() || t.dtype() != DType::f64)
+            fail(k, opt_, ".load_state_dict: '", k, "' must be a 0-d f64 tensor, not ", shape_str(t.shape()), " ",
+                 dtype_name(t.dtype()));
+        return t.item();
+    }
+    std::int64_t step() const {
+        const Tensor& t = d_.at("step");
+        if (!t.shape().empty() || t.dtype() != DType::i64)
+            fail("step", opt_, ".load_state_dict: 'step' must be a 0-d i64 tensor");
+        const std::int64_t s = *t.data<std::int64_t>();
+        if (s < 0) fail("step", opt_, ".load_state_dict: 'step' is ", s, ", must be >= 0");
+        return s;
+    }
+    // The state of parameter i (undefined when absent), a fresh copy in its compute dtype.
+    Tensor state(const std::string& kind, std::size_t i) const {
+        const std::string k = kind + "." + std::to_string(i);
+        const Tensor* t = d_.find(k);
+        if (!t) return {};
+        const Tensor& p = params_[i].value();
+        if (t->shape() != p.shape())
+            fail(k, opt_, ".load_state_dict: '", k, "' has shape ", shape_str(t->shape()), ", parameter ", i, " is ",
+                 shape_str(p.shape()));
+        if (!is_float(t->dtype()))
+            fail(k, opt_, ".load_state_dict: '", k, "' is ", dtype_name(t->dtype()), ", not a float dtype");
+        const DType dt = compute_dtype(p.dtype());
+        return t->dtype() == dt ? t->clone() : t->to(dt);
+    }
+
+private:
+    const StateDict& d_;
+    const char* opt_;
+    const std::vector<ag::Variable>& params_;
+};
+
 }  // namespace
 
 Optimizer::Optimizer(std::vector<ag::Variable> params) : params_(std::move(params)) {
@@ -90,6 +158,7 @@ SGD::SGD(std::vector<ag::Variable> params, double lr, double momentum, double we
 }
 
 void SGD::step() {
+    ++steps_;
     for (std::size_t i = 0; i < params_.size(); ++i) {
         Tensor value, grad;
         if (!operands(params_[i], i, "SGD", value, grad)) continue;
@@ -128,8 +197,8 @@ Adam::Adam(std::vector<ag::Variable> params, double lr, double beta1, double bet
 }
 
 void Adam::step() {
-    ++t_;
-    const double c1 = 1 - std::pow(b1_, static_cast<double>(t_)), c2 = 1 - std::pow(b2_, static_cast<double>(t_));
+    ++steps_;
+    const double c1 = 1 - std::pow(b1_, static_cast<double>(steps_)), c2 = 1 - std::pow(b2_, static_cast<double>(steps_));
     for (std::size_t i = 0; i < params_.size(); ++i) {
         Tensor value, grad;
         if (!operands(params_[i], i, "Adam", value, grad)) continue;
@@ -157,6 +226,81 @@ void Adam::step() {
         });
         value.bump_version();
     }
+}
+
+}  // namespace tg::nn
+
+namespace tg::nn {
+
+StateDict SGD::state_dict() const {
+    StateDict d;
+    d.insert("lr", scalar_f64(lr_));
+    d.insert("momentum", scalar_f64(momentum_));
+    d.insert("weight_decay", scalar_f64(wd_));
+    d.insert("step", scalar_i64(steps_));
+    for (std::size_t i = 0; i < velocity_.size(); ++i)
+        if (velocity_[i].defined()) d.insert("velocity." + std::to_string(i), velocity_[i].clone());
+    return d;
+}
+
+void SGD::load_state_dict(const StateDict& dict) {
+    StateReader r(dict, "SGD", params_);
+    r.check_keys({"lr", "momentum", "weight_decay"}, {"velocity"});
+    const double lr = r.hyper("lr"), momentum = r.hyper("momentum"), wd = r.hyper("weight_decay");
+    check_hyper(lr, "lr", "SGD", true);
+    check_hyper(momentum, "momentum", "SGD", false);
+    check_hyper(wd, "weight_decay", "SGD", false);
+    const std::int64_t step = r.step();
+    std::vector<Tensor> velocity(params_.size());
+    for (std::size_t i = 0; i < params_.size(); ++i) velocity[i] = r.state("velocity", i);
+    lr_ = lr;
+    momentum_ = momentum;
+    wd_ = wd;
+    steps_ = step;
+    velocity_ = std::move(velocity);
+}
+
+StateDict Adam::state_dict() const {
+    StateDict d;
+    d.insert("lr", scalar_f64(lr_));
+    d.insert("beta1", scalar_f64(b1_));
+    d.insert("beta2", scalar_f64(b2_));
+    d.insert("eps", scalar_f64(eps_));
+    d.insert("weight_decay", scalar_f64(wd_));
+    d.insert("step", scalar_i64(steps_));
+    for (std::size_t i = 0; i < m_.size(); ++i) {
+        if (m_[i].defined()) d.insert("m." + std::to_string(i), m_[i].clone());
+        if (v_[i].defined()) d.insert("v." + std::to_string(i), v_[i].clone());
+    }
+    return d;
+}
+
+void Adam::load_state_dict(const StateDict& dict) {
+    StateReader r(dict, "Adam", params_);
+    r.check_keys({"lr", "beta1", "beta2", "eps", "weight_decay"}, {"m", "v"});
+    const double lr = r.hyper("lr"), b1 = r.hyper("beta1"), b2 = r.hyper("beta2"), eps = r.hyper("eps"),
+                 wd = r.hyper("weight_decay");
+    check_hyper(lr, "lr", "Adam", true);
+    check_hyper(eps, "eps", "Adam", true);
+    check_hyper(wd, "weight_decay", "Adam", false);
+    if (!(b1 >= 0 && b1 < 1)) fail("beta1", "Adam: beta1 is ", b1, ", must be in [0, 1)");
+    if (!(b2 >= 0 && b2 < 1)) fail("beta2", "Adam: beta2 is ", b2, ", must be in [0, 1)");
+    const std::int64_t step = r.step();
+    std::vector<Tensor> m(params_.size()), v(params_.size());
+    for (std::size_t i = 0; i < params_.size(); ++i) {
+        m[i] = r.state("m", i);
+        v[i] = r.state("v", i);
+        if (m[i].defined() != v[i].defined())
+            fail("m." + std::to_string(i), "Adam.load_state_dict: parameter ", i, " has only one of m and v");
+    }
+    lr_ = lr;
+    b1_ = b1;
+    b2_ = b2;
+    eps_ = eps;
+    wd_ = wd;
+    steps_ = step;
+    m_ = std::move(m);
+    v_ = std::move(v);
 }
 
 }  // namespace tg::nn

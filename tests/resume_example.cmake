@@ -1,0 +1,43 @@
+# ctest: fashion_autoencoder resumed at an epoch boundary computes bit for bit what the
+# uninterrupted run computes. Runs 2 epochs straight, then 1 epoch plus --resume for the
+# second, and compares the final checkpoints file by file (weights, Adam state, the
+# manifest with its epoch and RNG state) and the second epoch's printed losses.
+#   cmake -DEXE=... -DWORK=... -P resume_example.cmake
+file(REMOVE_RECURSE ${WORK})
+file(MAKE_DIRECTORY ${WORK})
+set(common --limit 512 --batch 64)
+function(run name)
+  execute_process(COMMAND ${EXE} ${common} ${ARGN} --out ${WORK}/${name}.png
+                  OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "${name}: exit ${rc}\n${out}\n${err}")
+  endif()
+  # the losses, without the elapsed seconds
+  string(REGEX MATCHALL "epoch 2  step [^\n]*loss [0-9.]+" losses "${out}")
+  string(REGEX MATCH "test loss[^\n]*" test_loss "${out}")
+  set(${name}_losses "${losses};${test_loss}" PARENT_SCOPE)
+  message(STATUS "${name}:\n${out}")
+endfunction()
+run(straight --epochs 2 --ckpt ${WORK}/straight)
+run(first --epochs 1 --ckpt ${WORK}/first)
+run(resumed --epochs 2 --resume ${WORK}/first --ckpt ${WORK}/resumed)
+if(NOT straight_losses STREQUAL resumed_losses OR straight_losses STREQUAL ";")
+  message(FATAL_ERROR "losses differ:\n straight: ${straight_losses}\n resumed:  ${resumed_losses}")
+endif()
+file(GLOB a RELATIVE ${WORK}/straight/gen-00000002 ${WORK}/straight/gen-00000002/*)
+file(GLOB b RELATIVE ${WORK}/resumed/gen-00000001 ${WORK}/resumed/gen-00000001/*)
+list(SORT a)
+list(SORT b)
+list(LENGTH a n)
+if(NOT a STREQUAL b OR n LESS 10)
+  message(FATAL_ERROR "the checkpoints hold different files:\n ${a}\n ${b}")
+endif()
+foreach(f ${a})
+  file(SHA256 ${WORK}/straight/gen-00000002/${f} ha)
+  file(SHA256 ${WORK}/resumed/gen-00000001/${f} hb)
+  if(NOT ha STREQUAL hb)
+    message(FATAL_ERROR "${f} differs between the straight and the resumed run")
+  endif()
+endforeach()
+message(STATUS "resumed run identical: ${n} files, losses ${resumed_losses}")
+file(REMOVE_RECURSE ${WORK})
