@@ -20,15 +20,20 @@ Storage::Storage(std::size_t n) : nbytes(n) {
 void StorageFree::operator()(std::byte* p) const noexcept { detail::storage_free(p, cap); }
 
 std::int64_t shape_numel(const Shape& shape, const std::string& key) {
-    std::int64_t n = 1;
+    // The product of the non-zero dimensions must fit too: strides are formed from it, and
+    // a zero-size shape such as [0, 2^32, 2^32] would overflow them.
+    std::int64_t n = 1, strides = 1;
     for (std::int64_t d : shape) {
         if (d < 0) fail(key, key, ": negative dimension ", d, " in shape ", shape_str(shape));
-        n = checked_mul(n, d, key);
+        if (__builtin_mul_overflow(strides, std::max<std::int64_t>(d, 1), &strides))
+            fail(key, key, ": shape ", shape_str(shape), " is too large (the product of its dimensions overflows int64)");
+        n *= d;
     }
     return n;
 }
 
 Shape contiguous_strides(const Shape& shape) {
+    shape_numel(shape);  // every stride must fit int64, zero-size shapes included
     Shape s(shape.size());
     std::int64_t acc = 1;
     for (std::size_t i = shape.size(); i-- > 0;) {

@@ -303,3 +303,10 @@ TEST_CASE("GeneratorScope: a thread's layers and factories draw from its own gen
     Generator c(7);
     CHECK(first.values() == randn({4}, c).values());
 }
+
+TEST_CASE("Zero-size shapes with huge dimensions are refused instead of overflowing strides", "[api]") {
+    const std::int64_t big = std::int64_t{1} << 32;
+    CHECK_THROWS_WITH(Tensor::empty({0, big, big}, DType::f32), Catch::Contains("too large"));
+    CHECK_THROWS_WITH(shape_numel({0, big, big}), Catch::Contains("[0, 4294967296, 4294967296]"));
+    CHECK(Tensor::empty({0, big}, DType::f32).numel() == 0);  // fits: fine
+}
