@@ -1,6 +1,8 @@
 // Each op: the forward value from a raw kernel, then record() with the backward beside it.
 #include "tapegrad/autograd/ops.hpp"
 
+#include <cmath>
+
 #include "tapegrad/ops/elementwise.hpp"
 #include "tapegrad/ops/matmul.hpp"
 #include "tapegrad/ops/reduce.hpp"
@@ -19,6 +21,23 @@ Variable slice_scatter(const Variable& a, const Shape& shape, int axis, std::int
                   [axis, begin, m, step](const SavedContext&, const Variable& g) -> Grads {
                       return {slice(g, axis, begin, begin + (m - 1) * step + 1, step)};
                   });
+}
+
+// f(x) element-wise, computed in f64 for f64 and in f32 otherwise (rounded once).
+template <class F>
+Tensor map_values(const Tensor& x, const char* op, F f) {
+    if (!is_float(x.dtype())) fail("dtype", op, ": needs a float input, got ", dtype_name(x.dtype()));
+    const DType ct = x.dtype() == DType::f64 ? DType::f64 : DType::f32;
+    Tensor y = x.to(ct).clone();
+    const std::int64_t n = y.numel();
+    if (ct == DType::f64) {
+        double* p = y.data<double>();
+        for (std::int64_t i = 0; i < n; ++i) p[i] = f(p[i]);
+    } else {
+        float* p = y.data<float>();
+        for (std::int64_t i = 0; i < n; ++i) p[i] = static_cast<float>(f(static_cast<double>(p[i])));
+    }
+    return y.to(x.dtype());
 }
 
 std::int64_t count_of(const Shape& shape, const std::vector<int>& axes) {
@@ -125,6 +144,21 @@ Variable tanh(const Variable& a) {
 Variable softplus(const Variable& a) {
     return record("softplus", unary_op(UnaryOp::Softplus, a.value()), {a}, {.inputs = {0}},
                   [](const SavedContext& c, const Variable& g) -> Grads { return {mul(g, sigmoid(c.input(0)))}; });
+}
+
+Variable sqrt(const Variable& a) {
+    return record("sqrt", map_values(a.value(), "sqrt", [](double v) { return std::sqrt(v); }), {a},
+                  {.inputs = {}, .output = true},
+                  [](const SavedContext& c, const Variable& g) -> Grads { return {div(affine(g, 0.5), c.output())}; });
+}
+
+Variable rsqrt(const Variable& a) {
+    return record("rsqrt", map_values(a.value(), "rsqrt", [](double v) { return 1.0 / std::sqrt(v); }), {a},
+                  {.inputs = {}, .output = true},
+                  [](const SavedContext& c, const Variable& g) -> Grads {
+                      const Variable y = c.output();  // (x^−½)' = −½·y³
+                      return {mul(g, affine(mul(y, mul(y, y)), -0.5))};
+                  });
 }
 
 // ---- shapes ---------------------------------------------------------------------------

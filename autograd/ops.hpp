@@ -38,6 +38,8 @@ Variable leaky_relu(const Variable& a, double slope = 0.01);
 Variable sigmoid(const Variable& a);
 Variable tanh(const Variable& a);
 Variable softplus(const Variable& a);  // log(1 + e^a)
+Variable sqrt(const Variable& a);      // √a (NaN below 0; its gradient is infinite at 0)
+Variable rsqrt(const Variable& a);     // 1/√a
 
 // Shapes. reshape keeps the element count; permute takes a permutation of the axes;
 // slice takes [begin, end) with a step along one axis; concat joins along one axis.

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstring>
 #include <ostream>
+#include <sstream>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -84,6 +86,8 @@ struct VarImpl {
 namespace {
 
 thread_local bool t_grad_enabled = true;
+thread_local bool t_anomaly = false;
+thread_local const std::string* t_backward_of = nullptr;  // the node whose backward runs
 std::atomic<std::uint64_t> g_seq{0};
 
 std::string describe(const std::string& name, int i) {
@@ -153,6 +157,15 @@ void Variable::zero_grad() {
     impl_->grad = Variable();
 }
 
+void Variable::set_grad(const Tensor& grad) {
+    const VarImpl& v = impl_of(impl_, "set_grad");
+    if (!v.requires_grad) fail("grad", "set_grad: the variable does not require a gradient");
+    if (!grad.defined() || grad.shape() != v.value.shape() || grad.dtype() != v.value.dtype())
+        fail("grad", "set_grad: the gradient is ", grad.defined() ? std::string(dtype_name(grad.dtype())) + " " + shape_str(grad.shape()) : std::string("undefined"),
+             ", the variable ", dtype_name(v.value.dtype()), " ", shape_str(v.value.shape()));
+    impl_->grad = Variable(grad);
+}
+
 void Variable::set_data(Tensor value) {
     impl_of(impl_, "set_data");
     if (!is_leaf()) fail("value", "set_data: ", name().empty() ? "the variable" : "'" + name() + "'",
@@ -211,6 +224,64 @@ Variable constant(Tensor value, std::string name) { return Variable(std::move(va
 // Grad mode
 // ---------------------------------------------------------------------------------------
 
+bool anomaly_mode_enabled() { return t_anomaly; }
+void set_detect_anomaly(bool on) { t_anomaly = on; }
+AnomalyModeGuard::AnomalyModeGuard(bool enabled) : prev_(t_anomaly) { t_anomaly = enabled; }
+AnomalyModeGuard::~AnomalyModeGuard() { t_anomaly = prev_; }
+
+namespace {
+
+// The first non-finite element of a float tensor (−1 when all are finite) and how many there are.
+std::int64_t first_non_finite(const Tensor& t, std::int64_t& count, double& value) {
+    count = 0;
+    std::int64_t first = -1;
+    const std::vector<double> v = t.values();
+    for (std::size_t i = 0; i < v.size(); ++i)
+        if (!std::isfinite(v[i])) {
+            if (first < 0) {
+                first = static_cast<std::int64_t>(i);
+                value = v[i];
+            }
+            ++count;
+        }
+    return first;
+}
+
+Shape unravel(std::int64_t flat, const Shape& shape) {
+    Shape idx(shape.size());
+    for (std::size_t a = shape.size(); a-- > 0;) {
+        idx[a] = shape[a] == 0 ? 0 : flat % shape[a];
+        flat = shape[a] == 0 ? 0 : flat / shape[a];
+    }
+    return idx;
+}
+
+void check_anomaly(const std::string& op, const Tensor& y, const std::vector<Variable>& inputs) {
+    if (!is_float(y.dtype())) return;
+    std::int64_t count = 0;
+    double value = 0;
+    const std::int64_t at = first_non_finite(y, count, value);
+    if (at < 0) return;
+    std::ostringstream os;
+    os << "anomaly mode: '" << op << "'";
+    if (t_backward_of) os << " (in the backward of '" << *t_backward_of << "')";
+    os << " produced " << (std::isnan(value) ? "NaN" : value > 0 ? "Inf" : "-Inf") << " at " << shape_str(unravel(at, y.shape()))
+       << " of its result " << dtype_name(y.dtype()) << " " << shape_str(y.shape()) << " (" << count << " non-finite of "
+       << y.numel() << "); inputs:";
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+        const Tensor& v = inputs[i].value();
+        os << (i ? ", " : " ") << i;
+        if (!inputs[i].name().empty()) os << " '" << inputs[i].name() << "'";
+        os << " " << dtype_name(v.dtype()) << " " << shape_str(v.shape());
+        std::int64_t c = 0;
+        double w = 0;
+        if (is_float(v.dtype()) && first_non_finite(v, c, w) >= 0) os << " (already holds " << c << " NaN/Inf)";
+    }
+    fail("anomaly", os.str());
+}
+
+}  // namespace
+
 bool grad_enabled() { return t_grad_enabled; }
 GradModeGuard::GradModeGuard(bool enabled) : prev_(t_grad_enabled) { t_grad_enabled = enabled; }
 GradModeGuard::~GradModeGuard() { t_grad_enabled = prev_; }
@@ -225,6 +296,7 @@ Variable record(std::string op, Tensor y, const std::vector<Variable>& inputs, S
         if (!inputs[i].defined()) fail("input", op, ": input ", i, " is undefined");
         any = any || inputs[i].requires_grad();
     }
+    if (t_anomaly) check_anomaly(op, y, inputs);
     if (!any || !grad_enabled()) return Variable(std::move(y));
 
     auto node = std::make_shared<Node>();
@@ -404,6 +476,12 @@ std::vector<Variable> run_engine(const std::vector<Variable>& roots, const std::
                 if ((*inputs)[i].impl()->node.get() == n) out[i] = g;
         }
         check_versions(*n);
+        const std::string* outer = t_backward_of;
+        t_backward_of = &n->op;
+        struct Restore {
+            const std::string* prev;
+            ~Restore() { t_backward_of = prev; }
+        } restore{outer};
         const Grads grads = n->fn(SavedContext(*n), g);
         if (grads.size() != n->edges.size())
             fail("gradient", "backward of '", n->op, "' returned ", grads.size(), " gradients for ", n->edges.size(),

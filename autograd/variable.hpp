@@ -64,6 +64,9 @@ public:
     // Throws as grad() does.
     Variable grad_variable() const;
     void zero_grad();  // forgets the accumulated gradient
+    // Replaces the accumulated gradient of a variable that requires one by `grad` (same shape
+    // and dtype; kept as it is, no graph), e.g. a clipped gradient (nn::clip_grad_norm).
+    void set_grad(const Tensor& grad);
 
     // Copies `src` into the value in place (converting the dtype) and bumps its version:
     // the way an optimizer updates a parameter. Values saved for a pending backward
@@ -131,6 +134,25 @@ private:
 };
 struct NoGradGuard : GradModeGuard {
     NoGradGuard() : GradModeGuard(false) {}
+};
+
+// Anomaly detection, thread-local and off by default (it costs a pass over every result).
+// While on, every recorded op, in forward and in backward, checks the float value it
+// produced for NaN and ±Inf and throws an Error (key "anomaly") naming the op, the first bad
+// element, and its inputs' dtypes and shapes (and whether they held NaN/Inf already), so the
+// first op that produced a non-finite value is the one reported.
+//   { ag::AnomalyModeGuard anomaly; loss = model(x); loss.backward(); }
+bool anomaly_mode_enabled();
+void set_detect_anomaly(bool on);
+class AnomalyModeGuard {
+public:
+    explicit AnomalyModeGuard(bool enabled = true);
+    ~AnomalyModeGuard();
+    AnomalyModeGuard(const AnomalyModeGuard&) = delete;
+    AnomalyModeGuard& operator=(const AnomalyModeGuard&) = delete;
+
+private:
+    bool prev_;
 };
 
 // ---------------------------------------------------------------------------------------

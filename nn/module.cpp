@@ -266,6 +266,12 @@ Module& Module::to(DType dtype) {
     return *this;
 }
 
+Module& Module::train(bool on) {
+    training_ = on;
+    for (auto& [n, c] : children_) c->train(on);
+    return *this;
+}
+
 Variable& Module::register_parameter(const std::string& name, Tensor value) {
     check_new_name(name, "parameter");
     params_.emplace_back(name, ag::param(std::move(value), name));

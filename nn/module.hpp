@@ -121,6 +121,14 @@ public:
     // converted copies (a copy of the module made earlier keeps the old ones). Returns this module.
     Module& to(DType dtype);
 
+    // Training or evaluation mode (a new module is in training mode). train(on) sets the
+    // mode of this module and of every sub-module, depth first, and returns this module;
+    // eval() is train(false). Layers that behave differently (BatchNorm, Dropout) read
+    // is_training() in forward. A layer overriding train() must call Module::train.
+    virtual Module& train(bool on = true);
+    Module& eval() { return train(false); }
+    bool is_training() const { return training_; }
+
 protected:
     Variable& register_parameter(const std::string& name, Tensor value);
     // A buffer: state that is saved and converted with the module but not trained. Layers
@@ -151,6 +159,7 @@ private:
     std::vector<std::pair<std::string, Variable>> params_;
     std::vector<std::pair<std::string, Tensor>> buffers_;
     std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
+    bool training_ = true;
 };
 
 // y = x·Wᵀ + b for x [N, in], with W [out, in] and b [out] as in PyTorch, both initialised

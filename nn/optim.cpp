@@ -228,6 +228,17 @@ void Adam::step() {
     }
 }
 
+// A schedule may bring the rate down to 0 (CosineLR with eta_min = 0).
+void SGD::set_lr(double lr) {
+    check_hyper(lr, "lr", "SGD::set_lr", false);
+    lr_ = lr;
+}
+
+void Adam::set_lr(double lr) {
+    check_hyper(lr, "lr", "Adam::set_lr", false);
+    lr_ = lr;
+}
+
 }  // namespace tg::nn
 
 namespace tg::nn {

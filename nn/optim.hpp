@@ -42,6 +42,9 @@ public:
     virtual StateDict state_dict() const = 0;
     // All or nothing: an error naming the offending entry leaves the optimizer unchanged.
     virtual void load_state_dict(const StateDict& dict) = 0;
+    // The learning rate, which schedules (nn/schedule.hpp) read and set between steps.
+    virtual double lr() const = 0;
+    virtual void set_lr(double lr) = 0;
 
 protected:
     std::vector<ag::Variable> params_;
@@ -54,6 +57,8 @@ class SGD : public Optimizer {
 public:
     SGD(std::vector<ag::Variable> params, double lr, double momentum = 0, double weight_decay = 0);
     void step() override;
+    double lr() const override { return lr_; }
+    void set_lr(double lr) override;
     // The momentum buffer of parameter i (undefined before its first update, or without momentum).
     const Tensor& velocity(std::size_t i) const { return velocity_.at(i); }
     const char* kind() const override { return "SGD"; }
@@ -72,6 +77,8 @@ public:
     Adam(std::vector<ag::Variable> params, double lr = 1e-3, double beta1 = 0.9, double beta2 = 0.999,
          double eps = 1e-8, double weight_decay = 0);
     void step() override;
+    double lr() const override { return lr_; }
+    void set_lr(double lr) override;
     const Tensor& first_moment(std::size_t i) const { return m_.at(i); }
     const Tensor& second_moment(std::size_t i) const { return v_.at(i); }
     const char* kind() const override { return "Adam"; }

@@ -8,6 +8,7 @@
 
 #include "tapegrad/autograd/gradcheck.hpp"
 #include "tapegrad/autograd/ops.hpp"
+#include "tapegrad/autograd/pool.hpp"
 
 using namespace tg;
 using namespace tg::ag;
@@ -36,6 +37,11 @@ struct OpCase {
 
 std::vector<OpCase> op_cases() {
     const Tensor labels = Tensor::from({3}, {2, 0, 1}, DType::i64);
+    const ConvGeometry mp2 = pool_geometry({2, 2, 5, 5}, {3, 3}, {2}, {1});
+    const ConvGeometry mp1 = pool_geometry({1, 3, 7}, {2}, {1}, {0}, {2});
+    const ConvGeometry mp3 = pool_geometry({1, 2, 3, 4, 4}, {2, 2, 2}, {1, 2, 2});
+    const ConvGeometry ap2 = pool_geometry({2, 2, 5, 5}, {3, 3}, {2}, {1});
+    const ConvGeometry ap1 = pool_geometry({2, 3, 6}, {2});
     const Tensor labels_2d = Tensor::from({2, 2, 2}, {0, 2, 1, 1, 2, 0, 0, 1}, DType::i64);
     return {
         {"add broadcast", [](auto v) { return add(v[0], v[1]); }, {rnd({2, 3}, 1), rnd({3}, 2)}},
@@ -77,6 +83,14 @@ std::vector<OpCase> op_cases() {
          {rnd({2, 3, 2, 2}, 47), rnd({3}, 48)}},
         {"add_channel_bias NXC", [](auto v) { return add_channel_bias(v[0], v[1], Layout::NXC) * v[0]; },
          {rnd({2, 2, 3}, 49), rnd({3}, 50)}},
+        {"sqrt", [](auto v) { return sqrt(v[0]); }, {rnd({5}, 51, 0.2, 2)}},
+        {"rsqrt", [](auto v) { return rsqrt(v[0]); }, {rnd({5}, 52, 0.2, 2)}},
+        {"max_pool 2-d overlapping, padded", [mp2](auto v) { return max_pool(v[0], mp2); }, {rnd({2, 2, 5, 5}, 53)}},
+        {"max_pool 1-d dilated, squared", [mp1](auto v) { return mul(max_pool(v[0], mp1), max_pool(v[0], mp1)); },
+         {rnd({1, 3, 7}, 54)}},
+        {"max_pool 3-d", [mp3](auto v) { return max_pool(v[0], mp3) * max_pool(v[0], mp3); }, {rnd({1, 2, 3, 4, 4}, 55)}},
+        {"avg_pool 2-d padded", [ap2](auto v) { return avg_pool(v[0] * v[0], ap2); }, {rnd({2, 2, 5, 5}, 56)}},
+        {"avg_pool 1-d", [ap1](auto v) { return avg_pool(v[0], ap1); }, {rnd({2, 3, 6}, 57)}},
     };
 }
 

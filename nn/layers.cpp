@@ -1,0 +1,175 @@
+#include "tapegrad/nn/layers.hpp"
+
+#include <cmath>
+#include <cstring>
+
+#include "tapegrad/autograd/ops.hpp"
+#include "tapegrad/autograd/pool.hpp"
+#include "tapegrad/core/random.hpp"
+
+namespace tg::nn {
+
+namespace {
+
+PoolOptions checked(PoolOptions o, const char* layer) {
+    if (o.kernel().empty()) fail("kernel", layer, ": kernel must have at least one axis");
+    for (std::int64_t k : o.kernel())
+        if (k < 1) fail("kernel", layer, ": kernel size ", k, " must be >= 1");
+    // pool_geometry checks the rest against an input; check the lengths and ranges now.
+    const std::size_t D = o.kernel().size();
+    auto check = [&](const Shape& v, const char* key, std::int64_t min) {
+        if (!v.empty() && v.size() != 1 && v.size() != D)
+            fail(key, layer, ": ", key, " has ", v.size(), " values for ", D, " spatial axes");
+        for (std::int64_t e : v)
+            if (e < min) fail(key, layer, ": ", key, " value ", e, " must be >= ", min);
+    };
+    check(o.stride(), "stride", 1);
+    check(o.padding(), "padding", 0);
+    check(o.dilation(), "dilation", 1);
+    return o;
+}
+
+ConvGeometry geometry_of(const PoolOptions& o, const Shape& s, const char* layer) {
+    return ag::pool_geometry(s, o.kernel(), o.stride(), o.padding(), o.dilation(), layer);
+}
+
+}  // namespace
+
+MaxPool::MaxPool(PoolOptions opt) : opt_(checked(std::move(opt), "MaxPool")) {
+    const std::size_t D = opt_.kernel().size();
+    for (std::size_t a = 0; a < D; ++a) {
+        const std::int64_t p = opt_.padding().size() == 1 ? opt_.padding()[0] : opt_.padding()[a];
+        if (2 * p > opt_.kernel()[a])
+            fail("padding", "MaxPool: padding ", p, " must be at most half the kernel size ", opt_.kernel()[a]);
+    }
+}
+ConvGeometry MaxPool::geometry(const Shape& s) const { return geometry_of(opt_, s, "MaxPool"); }
+Variable MaxPool::forward(const Variable& x) { return ag::max_pool(x, geometry(x.shape())); }
+
+AvgPool::AvgPool(PoolOptions opt) : opt_(checked(std::move(opt), "AvgPool")) {}
+ConvGeometry AvgPool::geometry(const Shape& s) const { return geometry_of(opt_, s, "AvgPool"); }
+Variable AvgPool::forward(const Variable& x) { return ag::avg_pool(x, geometry(x.shape())); }
+
+// ---- batch normalisation --------------------------------------------------------------
+
+namespace {
+
+// [N, C, X...]: the axes a channel's statistics run over, and the shape [1, C, 1...] its
+// per-channel values broadcast from.
+void bn_axes(const Shape& s, std::vector<int>& axes, Shape& stat_shape, const char* op) {
+    if (s.size() < 2) fail("input", op, ": input ", shape_str(s), " must be [N, C] or [N, C, X...]");
+    axes.clear();
+    stat_shape.assign(s.size(), 1);
+    stat_shape[1] = s[1];
+    for (int a = 0; a < static_cast<int>(s.size()); ++a)
+        if (a != 1) axes.push_back(a);
+}
+
+void check_channel_param(const Variable& p, std::int64_t C, const char* what, const char* op) {
+    if (p.defined() && p.shape() != Shape{C})
+        fail(what, op, ": ", what, " has shape ", shape_str(p.shape()), ", the input has ", C, " channels");
+}
+
+Variable scale_shift(Variable y, const Variable& weight, const Variable& bias, const Shape& stat_shape) {
+    if (weight.defined()) y = ag::mul(y, ag::reshape(weight, stat_shape));
+    if (bias.defined()) y = ag::add(y, ag::reshape(bias, stat_shape));
+    return y;
+}
+
+// Writes `values` into a contiguous buffer in place and bumps its version.
+void write_into(Tensor& dst, const std::vector<double>& values) {
+    const Tensor src = Tensor::from(dst.shape(), values, dst.dtype());
+    std::memcpy(dst.raw_data(), src.raw_data(), static_cast<std::size_t>(dst.numel()) * dtype_size(dst.dtype()));
+    dst.bump_version();
+}
+
+}  // namespace
+
+Variable batch_norm_train(const Variable& x, const Variable& weight, const Variable& bias, double eps, Tensor* batch_mean,
+                          Tensor* batch_var) {
+    std::vector<int> axes;
+    Shape stat_shape;
+    bn_axes(x.shape(), axes, stat_shape, "batch_norm");
+    const std::int64_t C = x.shape()[1];
+    check_channel_param(weight, C, "weight", "batch_norm");
+    check_channel_param(bias, C, "bias", "batch_norm");
+    const Variable mu = ag::mean(x, axes, true);
+    const Variable d = ag::sub(x, mu);
+    const Variable var = ag::mean(ag::mul(d, d), axes, true);
+    const Variable y = ag::mul(d, ag::rsqrt(ag::affine(var, 1, eps)));
+    if (batch_mean) *batch_mean = mu.value().reshape({C});
+    if (batch_var) *batch_var = var.value().reshape({C});
+    return scale_shift(y, weight, bias, stat_shape);
+}
+
+Variable batch_norm_eval(const Variable& x, const Tensor& mean, const Tensor& var, const Variable& weight,
+                         const Variable& bias, double eps) {
+    std::vector<int> axes;
+    Shape stat_shape;
+    bn_axes(x.shape(), axes, stat_shape, "batch_norm");
+    const std::int64_t C = x.shape()[1];
+    check_channel_param(weight, C, "weight", "batch_norm");
+    check_channel_param(bias, C, "bias", "batch_norm");
+    if (mean.shape() != Shape{C} || var.shape() != Shape{C})
+        fail("running_stats", "batch_norm: mean ", shape_str(mean.shape()), " and var ", shape_str(var.shape()),
+             " must be [", C, "]");
+    const Variable m = ag::constant(mean.to(x.dtype()).reshape(stat_shape));
+    std::vector<double> inv = var.values();
+    for (double& v : inv) v = 1.0 / std::sqrt(v + eps);
+    const Variable inv_std = ag::constant(Tensor::from(stat_shape, inv, x.dtype()));
+    return scale_shift(ag::mul(ag::sub(x, m), inv_std), weight, bias, stat_shape);
+}
+
+BatchNorm::BatchNorm(std::int64_t num_features, double eps, double momentum, DType dtype)
+    : C_(num_features), eps_(eps), momentum_(momentum) {
+    if (C_ < 1) fail("num_features", "BatchNorm: num_features ", C_, " must be >= 1");
+    if (!(eps > 0)) fail("eps", "BatchNorm: eps ", eps, " must be > 0");
+    if (!(momentum >= 0 && momentum <= 1)) fail("momentum", "BatchNorm: momentum ", momentum, " must be in [0, 1]");
+    if (!is_float(dtype)) fail("dtype", "BatchNorm: ", dtype_name(dtype), " is not a float dtype");
+    weight = register_parameter("weight", Tensor::full({C_}, 1.0, dtype));
+    bias = register_parameter("bias", Tensor::zeros({C_}, dtype));
+    register_buffer("running_mean", Tensor::zeros({C_}, dtype));
+    register_buffer("running_var", Tensor::full({C_}, 1.0, dtype));
+    register_buffer("num_batches_tracked", Tensor::zeros({}, DType::i64));
+}
+
+Variable BatchNorm::forward(const Variable& x) {
+    if (x.ndim() < 2 || x.shape()[1] != C_)
+        fail("input", "BatchNorm: input ", shape_str(x.shape()), " must be [N, ", C_, "] or [N, ", C_, ", X...]");
+    if (!is_training()) return batch_norm_eval(x, running_mean(), running_var(), weight, bias, eps_);
+    const std::int64_t n = x.numel() / C_;
+    if (n < 2)
+        fail("input", "BatchNorm: training needs more than one value per channel, input ", shape_str(x.shape()),
+             " has ", n, " (use eval() for single samples)");
+    Tensor bm, bv;
+    Variable y = batch_norm_train(x, weight, bias, eps_, &bm, &bv);
+    const std::vector<double> m = bm.values(), v = bv.values();
+    std::vector<double> rm = running_mean().values(), rv = running_var().values();
+    const double unbias = static_cast<double>(n) / static_cast<double>(n - 1);
+    for (std::size_t c = 0; c < rm.size(); ++c) {
+        rm[c] = (1 - momentum_) * rm[c] + momentum_ * m[c];
+        rv[c] = (1 - momentum_) * rv[c] + momentum_ * v[c] * unbias;
+    }
+    write_into(buffer("running_mean"), rm);
+    write_into(buffer("running_var"), rv);
+    write_into(buffer("num_batches_tracked"), {static_cast<double>(num_batches_tracked() + 1)});
+    return y;
+}
+
+// ---- dropout --------------------------------------------------------------------------------
+
+Dropout::Dropout(double p) : p_(p) {
+    if (!(p >= 0 && p <= 1)) fail("p", "Dropout: p ", p, " must be in [0, 1]");
+}
+
+Variable Dropout::forward(const Variable& x) {
+    if (!is_training() || p_ == 0) return x;
+    if (!is_float(x.dtype())) fail("input", "Dropout: needs a float input, got ", dtype_name(x.dtype()));
+    std::vector<double> mask(static_cast<std::size_t>(x.numel()));
+    default_generator().fill_uniform(mask);
+    const double keep = p_ == 1 ? 0.0 : 1.0 / (1.0 - p_);
+    for (double& u : mask) u = u < p_ ? 0.0 : keep;
+    return ag::mul(x, ag::constant(Tensor::from(x.shape(), mask, x.dtype())));
+}
+
+}  // namespace tg::nn

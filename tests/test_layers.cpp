@@ -1,0 +1,314 @@
+// nn/layers.hpp and the module modes: train/eval propagation, pooling values and
+// gradients by hand.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "tapegrad/autograd/gradcheck.hpp"
+#include "tapegrad/autograd/ops.hpp"
+#include "tapegrad/autograd/pool.hpp"
+#include "tapegrad/core/random.hpp"
+#include "tapegrad/nn/layers.hpp"
+#include "tapegrad/nn/module.hpp"
+#include "tapegrad/nn/schedule.hpp"
+
+using namespace tg;
+
+namespace {
+
+std::vector<double> vals(const ag::Variable& v) { return v.value().values(); }
+
+Tensor rnd(const Shape& s, std::uint64_t seed, double lo = -1, double hi = 1) {
+    Generator gen(seed);
+    std::vector<double> v(static_cast<std::size_t>(shape_numel(s)));
+    gen.fill_uniform(v, lo, hi);
+    return Tensor::from(s, v, DType::f64);
+}
+
+}  // namespace
+
+TEST_CASE("train() and eval() set the mode of a module and all its sub-modules", "[nn][layers]") {
+    nn::Sequential inner{nn::Linear(2, 2), nn::ReLU()};
+    nn::Sequential net;
+    net.add(nn::Linear(2, 2));
+    net.add(std::move(inner));
+    CHECK(net.is_training());
+    CHECK(net[1]->is_training());
+    nn::Module& r = net.eval();
+    CHECK(&r == &net);
+    CHECK_FALSE(net.is_training());
+    CHECK_FALSE(net[0]->is_training());
+    const auto& sub = static_cast<const nn::Sequential&>(*net[1]);
+    CHECK_FALSE(sub.is_training());
+    CHECK_FALSE(sub[0]->is_training());
+    CHECK_FALSE(sub[1]->is_training());
+    net.train();
+    CHECK(sub[1]->is_training());
+    net[1]->train(false);  // a sub-tree alone
+    CHECK(net.is_training());
+    CHECK_FALSE(sub[0]->is_training());
+    CHECK(net[0]->is_training());
+}
+
+TEST_CASE("max pooling of a 1x1x4x4 image by hand", "[nn][layers][pool]") {
+    const Tensor x = Tensor::from({1, 1, 4, 4}, {1, 5, 2, 0,  //
+                                                 3, 4, 8, 7,  //
+                                                 9, 0, 1, 1,  //
+                                                 2, 6, 3, 4},
+                                  DType::f64);
+    const ag::Variable xv = ag::param(x);
+    nn::MaxPool pool(nn::PoolOptions{2, 2});
+    const ag::Variable y = pool(xv);
+    CHECK(y.shape() == Shape{1, 1, 2, 2});
+    CHECK(vals(y) == std::vector<double>{5, 8, 9, 4});
+    CHECK(ag::max_pool_indices(x, pool.geometry(x.shape())).values() == std::vector<double>{1, 6, 8, 15});
+    ag::sum(ag::mul(y, ag::constant(Tensor::from({1, 1, 2, 2}, {1, 2, 3, 4}, DType::f64)))).backward();
+    CHECK(xv.grad().values() == std::vector<double>{0, 1, 0, 0, 0, 0, 2, 0, 3, 0, 0, 0, 0, 0, 0, 4});
+
+    // 3x3 windows, stride 1, padding 1: overlapping windows add their gradients; the
+    // padding never wins, even over negative values
+    const ag::Variable xn = ag::param(ag::neg(ag::constant(x)).value());
+    nn::MaxPool p3(nn::PoolOptions{3, 3}.stride(1).padding(1));
+    const ag::Variable y3 = p3(xn);
+    CHECK(y3.shape() == Shape{1, 1, 4, 4});
+    CHECK(vals(y3) == std::vector<double>{-1, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, -1, 0, 0, 0, -1});
+    ag::sum(y3).backward();
+    // the zeros at (0,3) and (2,1) win most windows; where both are in one window the
+    // first in window order wins
+    CHECK(xn.grad().values() == std::vector<double>{2, 0, 0, 4, 0, 0, 0, 0, 0, 8, 2, 0, 0, 0, 0, 0});
+}
+
+TEST_CASE("pooling sizes, 1-D and 3-D, and average pooling counts the padding", "[nn][layers][pool]") {
+    // 1-D: windows of 2, stride 2 (the default), floor mode drops the last element
+    const ag::Variable x1 = ag::constant(Tensor::from({1, 2, 5}, {1, 2, 3, 4, 5, -1, -2, -3, -4, -5}, DType::f64));
+    CHECK(vals(nn::MaxPool(nn::PoolOptions{2})(x1)) == std::vector<double>{2, 4, -1, -3});
+    CHECK(vals(nn::AvgPool(nn::PoolOptions{2})(x1)) == std::vector<double>{1.5, 3.5, -1.5, -3.5});
+    // padding 1: an edge window holds one element and one padded zero, and is divided by 2
+    CHECK(vals(nn::AvgPool(nn::PoolOptions{2}.padding(1))(x1)) == std::vector<double>{0.5, 2.5, 4.5, -0.5, -2.5, -4.5});
+    // 3-D: [1, 1, 2, 4, 4] with 2x2x2 windows -> [1, 1, 1, 2, 2]
+    std::vector<double> v(32);
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>(i);
+    const ag::Variable x3 = ag::constant(Tensor::from({1, 1, 2, 4, 4}, v, DType::f64));
+    const ag::Variable m3 = nn::MaxPool(nn::PoolOptions{2, 2, 2})(x3);
+    CHECK(m3.shape() == Shape{1, 1, 1, 2, 2});
+    CHECK(vals(m3) == std::vector<double>{21, 23, 29, 31});
+    // average of {0,1,4,5,16,17,20,21} = 10.5
+    CHECK(vals(nn::AvgPool(nn::PoolOptions{2, 2, 2})(x3))[0] == Approx(10.5));
+    // the layers work in f32 too
+    CHECK(nn::MaxPool(nn::PoolOptions{2})(ag::constant(x1.value().to(DType::f32))).value().values() ==
+          std::vector<double>{2, 4, -1, -3});
+    CHECK_THROWS_WITH(nn::MaxPool(nn::PoolOptions{2}.padding(2)), Catch::Contains("half the kernel"));
+    CHECK_THROWS_WITH(nn::MaxPool(nn::PoolOptions{2, 2})(x1), Catch::Contains("[1, 2, 5]"));
+    CHECK_THROWS_WITH(nn::AvgPool(nn::PoolOptions{7})(x1), Catch::Contains("AvgPool"));
+}
+
+TEST_CASE("max pooling propagates NaN as PyTorch does", "[nn][layers][pool]") {
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    const ag::Variable x = ag::constant(Tensor::from({1, 1, 4}, {1, nan, 3, 2}, DType::f64));
+    const auto y = vals(nn::MaxPool(nn::PoolOptions{2})(x));
+    CHECK(std::isnan(y[0]));
+    CHECK(y[1] == 3);
+}
+
+TEST_CASE("batch norm in training mode: gradcheck and gradgradcheck through the composite", "[nn][layers][batchnorm][gradcheck]") {
+    struct Case {
+        const char* name;
+        Shape x;
+    };
+    for (const Case& c : {Case{"[N, C]", {5, 3}}, Case{"1-D", {3, 2, 4}}, Case{"2-D", {2, 3, 3, 2}}, Case{"3-D", {2, 2, 2, 2, 3}}}) {
+        INFO(c.name);
+        const std::int64_t C = c.x[1];
+        const ag::Function f = [](const std::vector<ag::Variable>& v) {
+            const ag::Variable y = nn::batch_norm_train(v[0], v[1], v[2], 1e-5);
+            return ag::mul(y, y);  // a non-linear use, so second derivatives involve every piece
+        };
+        const std::vector<Tensor> inputs{rnd(c.x, 1, -2, 2), rnd({C}, 2, 0.5, 1.5), rnd({C}, 3)};
+        ag::CheckOptions opt;
+        const ag::CheckReport g1 = ag::gradcheck(f, inputs, opt);
+        INFO(g1.table());
+        CHECK(g1.ok);
+        const ag::CheckReport g2 = ag::gradgradcheck(f, inputs, opt);
+        INFO(g2.table());
+        CHECK(g2.ok);
+    }
+}
+
+TEST_CASE("BatchNorm uses batch statistics in training and running statistics in eval", "[nn][layers][batchnorm]") {
+    // one channel, values 1, 2, 3, 6: mean 3, biased var 3.5, unbiased 14/3
+    nn::BatchNorm bn(1, 1e-5, 0.1, DType::f64);
+    CHECK(bn.state_dict().keys() == std::vector<std::string>{"weight", "bias", "running_mean", "running_var", "num_batches_tracked"});
+    const ag::Variable x = ag::constant(Tensor::from({4, 1}, {1, 2, 3, 6}, DType::f64));
+    const auto y = vals(bn(x));
+    const double s = std::sqrt(3.5 + 1e-5);
+    CHECK(y[0] == Approx(-2 / s));
+    CHECK(y[3] == Approx(3 / s));
+    CHECK(bn.running_mean().values()[0] == Approx(0.3));
+    CHECK(bn.running_var().values()[0] == Approx(0.9 + 0.1 * 14.0 / 3));
+    CHECK(bn.num_batches_tracked() == 1);
+    // eval: (x − 0.3)/√(rv + eps), and the statistics stay
+    bn.eval();
+    const double rv = 0.9 + 0.1 * 14.0 / 3;
+    const auto e = vals(bn(x));
+    CHECK(e[0] == Approx((1 - 0.3) / std::sqrt(rv + 1e-5)));
+    CHECK(e[3] == Approx((6 - 0.3) / std::sqrt(rv + 1e-5)));
+    CHECK(bn.running_mean().values()[0] == Approx(0.3));
+    CHECK(bn.num_batches_tracked() == 1);
+    // one sample per channel cannot train; eval takes it
+    CHECK(bn(ag::constant(Tensor::from({1, 1}, {2}, DType::f64))).value().values()[0] == Approx((2 - 0.3) / std::sqrt(rv + 1e-5)));
+    bn.train();
+    CHECK_THROWS_WITH(bn(ag::constant(Tensor::from({1, 1}, {2}, DType::f64))), Catch::Contains("more than one value per channel"));
+    CHECK_THROWS_WITH(bn(ag::constant(Tensor::zeros({4, 2}, DType::f64))), Catch::Contains("BatchNorm: input [4, 2]"));
+    // 2-D input: per-channel statistics over N, H, W; the result is normalised per channel
+    manual_seed(3);
+    nn::BatchNorm bn2(3);
+    Generator gen(1);
+    std::vector<double> v(2 * 3 * 4 * 4);
+    gen.fill_normal(v, 5, 2);
+    const auto z = vals(bn2(ag::constant(Tensor::from({2, 3, 4, 4}, v, DType::f32))));
+    for (int c = 0; c < 3; ++c) {
+        double m = 0, q = 0;
+        for (int n = 0; n < 2; ++n)
+            for (int i = 0; i < 16; ++i) {
+                const double w = z[static_cast<std::size_t>((n * 3 + c) * 16 + i)];
+                m += w / 32;
+                q += w * w / 32;
+            }
+        CHECK(m == Approx(0).margin(1e-5));
+        CHECK(q == Approx(1).margin(1e-3));
+    }
+    // Module::to converts the running statistics; the counter stays i64
+    bn2.to(DType::f64);
+    CHECK(bn2.running_var().dtype() == DType::f64);
+    CHECK(bn2.state_dict().at("num_batches_tracked").dtype() == DType::i64);
+}
+
+TEST_CASE("Dropout zeroes a fraction p in training, keeps the mean, and is the identity in eval", "[nn][layers][dropout]") {
+    manual_seed(11);
+    const std::int64_t n = 100000;
+    const ag::Variable x = ag::param(Tensor::full({n}, 2.0, DType::f64));
+    nn::Dropout drop(0.3);
+    const ag::Variable y = drop(x);
+    const auto v = vals(y);
+    std::int64_t zeros = 0, others = 0;
+    double sum = 0;
+    for (double e : v) {
+        zeros += e == 0;
+        others += e != 0 && std::fabs(e - 2 / 0.7) > 1e-12;
+        sum += e;
+    }
+    CHECK(others == 0);  // every kept element is scaled by 1/(1 − p)
+    // binomial: sd of the zero fraction √(0.3·0.7/n) ≈ 0.00145, of the mean ≈ 0.0044·2
+    CHECK(static_cast<double>(zeros) / n == Approx(0.3).margin(0.006));
+    CHECK(sum / n == Approx(2).margin(0.02));
+    // the gradient is the same mask
+    ag::sum(y).backward();
+    const auto g = x.grad().values();
+    for (std::size_t i = 0; i < g.size(); i += 997) CHECK(g[i] == Approx(v[i] / 2));
+    // reproducible from the seed, different draws otherwise
+    manual_seed(11);
+    CHECK(vals(drop(x)) == v);
+    CHECK(vals(drop(x)) != v);
+    drop.eval();
+    CHECK(drop(x).same(x));
+    CHECK(nn::Dropout(0)(x).same(x));
+    const auto all = vals(nn::Dropout(1)(x));
+    CHECK(std::count(all.begin(), all.end(), 0.0) == n);
+    CHECK_THROWS_WITH(nn::Dropout(1.5), Catch::Contains("must be in [0, 1]"));
+    // eval propagates through a Sequential
+    nn::Sequential net{nn::Linear(4, 4, true, DType::f64), nn::Dropout(0.9)};
+    net.eval();
+    const ag::Variable in = ag::constant(rnd({2, 4}, 5));
+    CHECK(vals(net(in)) == vals(net(in)));
+}
+
+TEST_CASE("StepLR and CosineLR give PyTorch's learning-rate sequences", "[nn][schedule]") {
+    ag::Variable w = ag::param(Tensor::zeros({2}, DType::f64));
+    nn::SGD sgd({w}, 0.1);
+    nn::StepLR step(sgd, 3, 0.5);
+    std::vector<double> lrs{sgd.lr()};
+    for (int e = 0; e < 7; ++e) {
+        step.step();
+        lrs.push_back(sgd.lr());
+    }
+    const std::vector<double> want{0.1, 0.1, 0.1, 0.05, 0.05, 0.05, 0.025, 0.025};
+    for (std::size_t i = 0; i < want.size(); ++i) CHECK(lrs[i] == Approx(want[i]).epsilon(1e-14));
+    CHECK(step.last_epoch() == 7);
+
+    nn::Adam adam({w}, 1.0);
+    nn::CosineLR cos(adam, 4, 0.2);
+    // eta_min + (1 − eta_min)(1 + cos(π e/4))/2 for e = 1..6
+    const std::vector<double> cwant{0.2 + 0.8 * (1 + std::sqrt(0.5)) / 2, 0.6, 0.2 + 0.8 * (1 - std::sqrt(0.5)) / 2, 0.2,
+                                    0.2 + 0.8 * (1 - std::sqrt(0.5)) / 2, 0.6};
+    for (double c : cwant) {
+        cos.step();
+        CHECK(adam.lr() == Approx(c).epsilon(1e-12));
+        CHECK(cos.last_lr() == adam.lr());
+    }
+    // the schedule's rate is the one the optimizer uses: one SGD step with lr 0.025
+    w.zero_grad();
+    ag::sum(ag::mul(w, ag::constant(Tensor::from({2}, {1, -2}, DType::f64)))).backward();
+    sgd.step();
+    CHECK(w.value().values() == std::vector<double>{-0.025, 0.05});
+    CHECK_THROWS_WITH(nn::StepLR(sgd, 0), Catch::Contains("step_size"));
+    nn::CosineLR to_zero(sgd, 2);
+    to_zero.step();
+    to_zero.step();
+    CHECK(sgd.lr() == Approx(0).margin(1e-18));
+}
+
+TEST_CASE("clip_grad_norm scales every gradient by max_norm/total and returns the total", "[nn][schedule]") {
+    // gradients (3, 0) and (0, 4): the joint norm is 5
+    ag::Variable a = ag::param(Tensor::zeros({2}, DType::f64)), b = ag::param(Tensor::zeros({2}, DType::f64));
+    const ag::Variable unused = ag::param(Tensor::zeros({3}, DType::f64));
+    auto run = [&] {
+        a.zero_grad();
+        b.zero_grad();
+        ag::sum(ag::add(ag::mul(a, ag::constant(Tensor::from({2}, {3, 0}, DType::f64))),
+                        ag::mul(b, ag::constant(Tensor::from({2}, {0, 4}, DType::f64)))))
+            .backward();
+    };
+    run();
+    CHECK(nn::clip_grad_norm({a, b, unused}, 10) == Approx(5));
+    CHECK(a.grad().values() == std::vector<double>{3, 0});  // below the limit: unchanged
+    CHECK(nn::clip_grad_norm({a, b, unused}, 1) == Approx(5));
+    CHECK(a.grad().values()[0] == Approx(0.6).epsilon(1e-6));
+    CHECK(b.grad().values()[1] == Approx(0.8).epsilon(1e-6));
+    CHECK(nn::clip_grad_norm({a, b}, 1) == Approx(1).epsilon(1e-6));
+    // gradients that share storage (y = a + b gives both the same tensor) are each scaled once
+    a.zero_grad();
+    b.zero_grad();
+    ag::sum(ag::mul(ag::add(a, b), ag::constant(Tensor::from({2}, {3, 4}, DType::f64)))).backward();
+    CHECK(nn::clip_grad_norm({a, b}, 1) == Approx(std::sqrt(50.0)));
+    CHECK(a.grad().values()[0] == Approx(3 / std::sqrt(50.0)).epsilon(1e-6));
+    CHECK(b.grad().values()[0] == Approx(3 / std::sqrt(50.0)).epsilon(1e-6));
+}
+
+TEST_CASE("anomaly mode names the first op that produced NaN or Inf", "[autograd][anomaly]") {
+    const ag::Variable x = ag::param(Tensor::from({3}, {1, -1, 2}, DType::f64), "x");
+    // off: log(−1) is a silent NaN
+    CHECK(std::isnan(vals(ag::log(x))[1]));
+    {
+        ag::AnomalyModeGuard anomaly;
+        CHECK(ag::anomaly_mode_enabled());
+        CHECK_THROWS_WITH(ag::exp(ag::log(x)), Catch::Contains("'log' produced NaN at [1]") &&
+                                                   Catch::Contains("0 'x' f64 [3]") && !Catch::Contains("already"));
+        // also without a gradient to record
+        CHECK_THROWS_WITH(ag::log(ag::constant(x.value())), Catch::Contains("'log'"));
+        // the op that receives a NaN is told its input already held it
+        const ag::Variable bad = ag::constant(Tensor::from({2}, {std::nan(""), 1}, DType::f64));
+        CHECK_THROWS_WITH(ag::exp(bad), Catch::Contains("'exp'") && Catch::Contains("already holds 1 NaN/Inf"));
+        // a backward that overflows: d/dx sqrt at 0 is infinite
+        const ag::Variable z = ag::param(Tensor::from({2}, {0, 1}, DType::f64));
+        const ag::Variable r = ag::sum(ag::sqrt(z));
+        CHECK_THROWS_WITH(r.backward(), Catch::Contains("in the backward of 'sqrt'") && Catch::Contains("Inf"));
+        // finite values pass
+        CHECK(vals(ag::exp(x))[0] == Approx(std::exp(1.0)));
+    }
+    CHECK_FALSE(ag::anomaly_mode_enabled());
+    ag::set_detect_anomaly(true);
+    CHECK_THROWS(ag::log(x));
+    ag::set_detect_anomaly(false);
+    CHECK_NOTHROW(ag::log(x));
+}

@@ -1,0 +1,97 @@
+// Pooling and batch norm against PyTorch: the goldens of tests/golden/layers/ (written by
+// gen_layers.py there, float64), forward values and gradients, in f64 and f32.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <functional>
+#include <string>
+
+#include "tapegrad/autograd/ops.hpp"
+#include "tapegrad/autograd/pool.hpp"
+#include "tapegrad/core/npy.hpp"
+#include "tapegrad/nn/layers.hpp"
+
+using namespace tg;
+
+namespace {
+
+Tensor golden(const std::string& name, const std::string& key) {
+    const auto path = std::filesystem::path(TAPEGRAD_SOURCE_DIR) / "tests" / "golden" / "layers" / (name + "." + key + ".npy");
+    return read_npy(path.string(), key);
+}
+
+// max |a − e| ≤ tol·(1 + max|e|), element-wise in the worst case.
+void check_close(const Tensor& a, const Tensor& e, double tol, const std::string& what) {
+    INFO(what);
+    REQUIRE(a.shape() == e.shape());
+    const auto x = a.values(), y = e.values();
+    double worst = 0, scale = 0;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+        worst = std::max(worst, std::fabs(x[i] - y[i]));
+        scale = std::max(scale, std::fabs(y[i]));
+    }
+    INFO("max abs diff " << worst << ", max |expected| " << scale);
+    CHECK(worst <= tol * (1 + scale));
+}
+
+double tol_of(DType dt) { return dt == DType::f64 ? 1e-12 : 1e-5; }
+
+struct PoolGolden {
+    std::string name;
+    bool max;
+    Shape kernel, stride, padding, dilation;
+};
+
+}  // namespace
+
+TEST_CASE("max and average pooling match PyTorch, forward and backward", "[nn][layers][pool][golden]") {
+    const std::vector<PoolGolden> cases{
+        {"max1d", true, {3}, {2}, {1}, {2}},
+        {"max2d", true, {3, 3}, {2}, {1}, {1}},
+        {"max2d_default", true, {2, 2}, {}, {0}, {1}},
+        {"max3d", true, {2, 3, 3}, {1, 2, 2}, {0, 1, 1}, {1}},
+        {"avg1d", false, {4}, {3}, {2}, {1}},
+        {"avg2d", false, {3, 3}, {2}, {1}, {1}},
+        {"avg3d", false, {2, 3, 3}, {1, 2, 2}, {1, 1, 1}, {1}},
+    };
+    for (const PoolGolden& c : cases)
+        for (DType dt : {DType::f64, DType::f32}) {
+            INFO(c.name << " " << dtype_name(dt));
+            const ag::Variable x = ag::param(golden(c.name, "x").to(dt));
+            nn::PoolOptions o(c.kernel);
+            o.padding(c.padding).dilation(c.dilation);
+            if (!c.stride.empty()) o.stride(c.stride);
+            ag::Variable y = c.max ? nn::MaxPool(o)(x) : nn::AvgPool(o)(x);
+            check_close(y.value(), golden(c.name, "y"), tol_of(dt), "y");
+            y.backward(golden(c.name, "gy").to(dt));
+            check_close(x.grad(), golden(c.name, "dx"), tol_of(dt), "dx");
+        }
+}
+
+TEST_CASE("BatchNorm matches PyTorch: training forward and backward, running statistics, eval forward",
+          "[nn][layers][batchnorm][golden]") {
+    for (const std::string name : {"bn0d", "bn1d", "bn2d", "bn3d"})
+        for (DType dt : {DType::f64, DType::f32}) {
+            INFO(name << " " << dtype_name(dt));
+            const Tensor x0 = golden(name, "x");
+            const std::int64_t C = x0.shape()[1];
+            nn::BatchNorm bn(C, 1e-5, 0.1, dt);
+            bn.weight.assign(golden(name, "w"));
+            bn.bias.assign(golden(name, "b"));
+            const ag::Variable x = ag::param(x0.to(dt));
+            ag::Variable y = bn(x);
+            check_close(y.value(), golden(name, "y"), tol_of(dt), "y");
+            y.backward(golden(name, "gy").to(dt));
+            check_close(x.grad(), golden(name, "dx"), tol_of(dt), "dx");
+            check_close(bn.weight.grad(), golden(name, "dw"), tol_of(dt), "dw");
+            check_close(bn.bias.grad(), golden(name, "db"), tol_of(dt), "db");
+            check_close(bn.running_mean(), golden(name, "running_mean"), tol_of(dt), "running_mean");
+            check_close(bn.running_var(), golden(name, "running_var"), tol_of(dt), "running_var");
+            CHECK(bn.num_batches_tracked() == 1);
+            bn.eval();
+            check_close(bn(ag::constant(x0.to(dt))).value(), golden(name, "eval_y"), tol_of(dt), "eval y");
+            CHECK(bn.num_batches_tracked() == 1);
+        }
+}
