@@ -186,8 +186,54 @@ Tensor binary_op(BinaryOp op, const Tensor& a, const Tensor& b) {
             std::int64_t k = vk ? vk->binary_scalar(vector_op(op), pa, s, po, n) : 0;
             for (; k < n; ++k) po[k] = apply_binary(op, pa[k], s);  // the result has a's element count
         } else {
-            for_each_broadcast(out_shape, broadcast_strides(a.shape(), out_shape), broadcast_strides(b.shape(), out_shape),
-                               [&](std::int64_t k, std::int64_t ia, std::int64_t ib) { po[k] = apply_binary(op, pa[ia], pb[ib]); });
+            // Broadcasting: the innermost axes along which each operand is either constant
+            // (stride 0) or contiguous form a run of `inner` elements computed by one row
+            // loop (vectorised when an operand is constant or both are contiguous); the outer
+            // axes are walked as before. A channel bias [1, C, 1, 1] on [N, C, H, W] runs
+            // H·W at a time. Every element is the same expression as in the element loop.
+            const Shape sa = broadcast_strides(a.shape(), out_shape), sb = broadcast_strides(b.shape(), out_shape);
+            const Shape cs = contiguous_strides(out_shape);
+            int t = static_cast<int>(out_shape.size());
+            int ca = -1, cb = -1;  // per operand along the run: -1 undecided, 0 constant, 1 contiguous
+            auto fits = [&](int& c, std::int64_t st, std::int64_t want) {
+                const int k = st == 0 ? 0 : st == want ? 1 : 2;
+                if (k == 2 || (c >= 0 && c != k)) return false;
+                c = k;
+                return true;
+            };
+            while (t > 0) {
+                const std::size_t ax = static_cast<std::size_t>(t - 1);
+                if (out_shape[ax] != 1) {
+                    int na = ca, nb = cb;
+                    if (!fits(na, sa[ax], cs[ax]) || !fits(nb, sb[ax], cs[ax])) break;
+                    ca = na, cb = nb;
+                }
+                --t;
+            }
+            std::int64_t inner = 1;
+            for (std::size_t ax = static_cast<std::size_t>(t); ax < out_shape.size(); ++ax) inner *= out_shape[ax];
+            const Shape outer(out_shape.begin(), out_shape.begin() + t), oa(sa.begin(), sa.begin() + t),
+                ob(sb.begin(), sb.begin() + t);
+            const bool commutes = op == BinaryOp::Add || op == BinaryOp::Mul;
+            for_each_broadcast(outer, oa, ob, [&](std::int64_t r, std::int64_t ia, std::int64_t ib) {
+                const T* ra = pa + ia;
+                const T* rb = pb + ib;
+                T* ro = po + r * inner;
+                std::int64_t k = 0;
+                if (ca != 0 && cb != 0) {  // both contiguous
+                    k = vk ? vk->binary(vector_op(op), ra, rb, ro, inner) : 0;
+                    for (; k < inner; ++k) ro[k] = apply_binary(op, ra[k], rb[k]);
+                } else if (ca != 0) {  // b constant
+                    k = vk ? vk->binary_scalar(vector_op(op), ra, rb[0], ro, inner) : 0;
+                    for (; k < inner; ++k) ro[k] = apply_binary(op, ra[k], rb[0]);
+                } else if (cb != 0) {  // a constant
+                    k = vk && commutes ? vk->binary_scalar(vector_op(op), rb, ra[0], ro, inner) : 0;
+                    for (; k < inner; ++k) ro[k] = apply_binary(op, ra[0], rb[k]);
+                } else {
+                    const T v = apply_binary(op, ra[0], rb[0]);
+                    for (; k < inner; ++k) ro[k] = v;
+                }
+            });
         }
     });
     return out.to(a.dtype());

@@ -125,9 +125,38 @@ Tensor reduce_sum(const Tensor& x, const std::vector<int>& axes_in, bool keepdim
         if (groups.back().reduced) {
             if constexpr (!std::is_same_v<T, float>) return false;
             else {
-                if (ng > 2) return false;  // not a suffix: other reduced axes outside
-                const std::int64_t rows = ng == 2 ? groups[0].size : 1, len = groups.back().size;
-                kern.sum_rows_f32(px, rows, len, acc.data());
+                const std::int64_t len = groups.back().size;
+                if (ng <= 2) {
+                    const std::int64_t rows = ng == 2 ? groups[0].size : 1;
+                    kern.sum_rows_f32(px, rows, len, acc.data());
+                    return true;
+                }
+                // Other reduced axes outside (e.g. [N, C, H, W] summed over N, H, W): the
+                // sequential order of the generic loop below, exactly, but a contiguous row of
+                // `len` at a time (one odometer step per row, not per element): each row is
+                // added element by element onto its output's running sum.
+                const std::int64_t rows = X.numel() / len;
+                const std::size_t nouter = ng - 1;
+                std::vector<std::int64_t> idx(nouter, 0), ostride(nouter, 0);
+                std::int64_t kept = 1;
+                for (std::size_t g = nouter; g-- > 0;)
+                    if (!groups[g].reduced) {
+                        ostride[g] = kept;
+                        kept *= groups[g].size;
+                    }
+                std::int64_t o = 0;
+                for (std::int64_t r = 0; r < rows; ++r) {
+                    const float* row = px + r * len;
+                    double sum = acc[static_cast<std::size_t>(o)];
+                    for (std::int64_t i = 0; i < len; ++i) sum += static_cast<double>(row[i]);
+                    acc[static_cast<std::size_t>(o)] = sum;
+                    for (std::size_t g = nouter; g-- > 0;) {
+                        o += ostride[g];
+                        if (++idx[g] < groups[g].size) break;
+                        o -= ostride[g] * groups[g].size;
+                        idx[g] = 0;
+                    }
+                }
                 return true;
             }
         }
