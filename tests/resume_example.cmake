@@ -1,31 +1,41 @@
-# ctest: fashion_autoencoder resumed at an epoch boundary computes bit for bit what the
-# uninterrupted run computes. Runs 2 epochs straight, then 1 epoch plus --resume for the
-# second, and compares the final checkpoints file by file (weights, Adam state, the
-# manifest with its epoch and RNG state) and the second epoch's printed losses.
-#   cmake -DEXE=... -DWORK=... -P resume_example.cmake
+# ctest: a Fashion-MNIST example (fashion_autoencoder, fashion_classifier) resumed at an
+# epoch boundary computes bit for bit what the uninterrupted run computes. Runs 2 epochs
+# straight, then 1 epoch plus --resume for the second (which keeps saving into the resumed
+# folder), and compares the final checkpoints file by file (weights, BatchNorm statistics,
+# Adam state, the manifest with its epoch and loss history), the second epoch's printed
+# losses and the result line (the last line on stdout).
+#   cmake -DEXE=... -DNAME=fashion_autoencoder -DWORK=... -P resume_example.cmake
 file(REMOVE_RECURSE ${WORK})
 file(MAKE_DIRECTORY ${WORK})
-set(common --limit 512 --batch 64)
+set(common --limit 512 --batch 64 --threads 2 --seed 5)
 function(run name)
-  execute_process(COMMAND ${EXE} ${common} ${ARGN} --out ${WORK}/${name}.png
+  execute_process(COMMAND ${EXE} ${common} ${ARGN} --out ${WORK}/${name}
                   OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "${name}: exit ${rc}\n${out}\n${err}")
   endif()
-  # the losses, without the elapsed seconds
-  string(REGEX MATCHALL "epoch 2  step [^\n]*loss [0-9.]+" losses "${out}")
-  string(REGEX MATCH "test loss[^\n]*" test_loss "${out}")
-  set(${name}_losses "${losses};${test_loss}" PARENT_SCOPE)
+  # the losses, without the images/s and ETA; the result line
+  string(REGEX MATCHALL "epoch 2/2  step [^\n]*loss [0-9.]+" losses "${out}")
+  string(REGEX MATCH "\n(test_[a-z]+=[^\n]*)\n$" result "${out}")
+  if(result STREQUAL "")
+    message(FATAL_ERROR "${name}: the last line is not the result\n${out}")
+  endif()
+  set(${name}_losses "${losses};${CMAKE_MATCH_1}" PARENT_SCOPE)
   message(STATUS "${name}:\n${out}")
 endfunction()
-run(straight --epochs 2 --ckpt ${WORK}/straight)
-run(first --epochs 1 --ckpt ${WORK}/first)
-run(resumed --epochs 2 --resume ${WORK}/first --ckpt ${WORK}/resumed)
+run(straight --epochs 2)
+run(first --epochs 1)
+run(resumed --epochs 2 --resume ${WORK}/first/${NAME}.ckpt)
 if(NOT straight_losses STREQUAL resumed_losses OR straight_losses STREQUAL ";")
   message(FATAL_ERROR "losses differ:\n straight: ${straight_losses}\n resumed:  ${resumed_losses}")
 endif()
-file(GLOB a RELATIVE ${WORK}/straight/gen-00000002 ${WORK}/straight/gen-00000002/*)
-file(GLOB b RELATIVE ${WORK}/resumed/gen-00000001 ${WORK}/resumed/gen-00000001/*)
+if(NOT EXISTS ${WORK}/straight/${NAME}_loss.png OR NOT EXISTS ${WORK}/resumed/${NAME}_loss.png)
+  message(FATAL_ERROR "no loss curve in ${WORK}/straight or ${WORK}/resumed")
+endif()
+set(A ${WORK}/straight/${NAME}.ckpt/gen-00000002)
+set(B ${WORK}/first/${NAME}.ckpt/gen-00000002)
+file(GLOB a RELATIVE ${A} ${A}/*)
+file(GLOB b RELATIVE ${B} ${B}/*)
 list(SORT a)
 list(SORT b)
 list(LENGTH a n)
@@ -33,8 +43,8 @@ if(NOT a STREQUAL b OR n LESS 10)
   message(FATAL_ERROR "the checkpoints hold different files:\n ${a}\n ${b}")
 endif()
 foreach(f ${a})
-  file(SHA256 ${WORK}/straight/gen-00000002/${f} ha)
-  file(SHA256 ${WORK}/resumed/gen-00000001/${f} hb)
+  file(SHA256 ${A}/${f} ha)
+  file(SHA256 ${B}/${f} hb)
   if(NOT ha STREQUAL hb)
     message(FATAL_ERROR "${f} differs between the straight and the resumed run")
   endif()

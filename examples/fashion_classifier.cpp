@@ -1,0 +1,86 @@
+// A Fashion-MNIST classifier: two convolution blocks (Conv 3×3, BatchNorm, ReLU, MaxPool 2),
+// dropout and a linear layer to the 10 classes, trained with Adam on cross-entropy. It
+// reaches about 90 % test accuracy in 2–3 epochs.
+//
+// Shares its options, progress display, loss curve and exact resume with
+// fashion_autoencoder (examples/common.hpp); the last line on stdout is
+// `test_accuracy=<fraction>` on the whole 10 000-image test set.
+//
+//   fashion_classifier [--data DIR] [--epochs N] [--limit N] [--batch N] [--threads N] [--seed N]
+//                      [--out DIR] [--resume CKPT_DIR]
+#include <cstdio>
+
+#include "common.hpp"
+#include "tapegrad/autograd/ops.hpp"
+#include "tapegrad/data/idx.hpp"
+#include "tapegrad/nn/layers.hpp"
+#include "tapegrad/nn/module.hpp"
+#include "tapegrad/nn/optim.hpp"
+
+using namespace tg;
+
+namespace {
+
+constexpr std::int64_t kC1 = 16, kC2 = 32;
+
+nn::Sequential make_model() {
+    const nn::ConvOptions k3 = nn::ConvOptions{3, 3}.padding(1);
+    return nn::Sequential{nn::Conv(1, kC1, k3),   nn::BatchNorm(kC1), nn::ReLU(), nn::MaxPool(nn::PoolOptions{2, 2}),
+                          nn::Conv(kC1, kC2, k3), nn::BatchNorm(kC2), nn::ReLU(), nn::MaxPool(nn::PoolOptions{2, 2}),
+                          nn::Flatten(),          nn::Dropout(0.25),  nn::Linear(kC2 * 7 * 7, 10)};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+    const example::Program program{"fashion_classifier",
+                                   "Trains a small convolutional classifier on Fashion-MNIST; prints test_accuracy=.",
+                                   3, 64};
+    const example::Options a = example::parse_options(argc, argv, program);
+    std::printf("loading Fashion-MNIST from %s\n", a.data.c_str());
+    auto images = [](const Tensor& t) { return t.reshape({t.shape()[0], 1, t.shape()[1], t.shape()[2]}); };  // [N, 1, H, W]
+    const Tensor train_x = images(read_idx_images(a.data + "/train-images-idx3-ubyte.gz"));
+    const Tensor train_y = read_idx_labels(a.data + "/train-labels-idx1-ubyte.gz");
+    const Tensor test_x = images(read_idx_images(a.data + "/t10k-images-idx3-ubyte.gz"));
+    const Tensor test_y = read_idx_labels(a.data + "/t10k-labels-idx1-ubyte.gz");
+    const DataLoader train(train_x, train_y, {.batch = a.batch, .seed = a.seed, .limit = a.limit});
+    const DataLoader test(test_x, test_y, {.batch = 500, .shuffle = false});
+    std::printf("train %lld images, test %lld images, 28x28, 10 classes; %d threads\n",
+                static_cast<long long>(train.size()), static_cast<long long>(test.size()), num_threads());
+
+    manual_seed(a.seed);
+    nn::Sequential model = make_model();
+    nn::Adam opt(model.parameters(), 1e-3);
+    std::printf("model: %lld parameters\n", static_cast<long long>(model.parameter_count()));
+
+    auto loss_of = [&](const Batch& b) {
+        return ag::cross_entropy(model(ag::constant(b.images)), ag::constant(b.labels));
+    };
+    auto evaluate = [&] {
+        double loss = 0;
+        std::int64_t correct = 0;
+        for (std::int64_t i = 0; i < test.batches(); ++i) {
+            const Batch b = test.batch(0, i);
+            const ag::Variable logits = model(ag::constant(b.images));
+            const std::int64_t n = b.images.shape()[0];
+            loss += ag::cross_entropy(logits, ag::constant(b.labels)).item() * static_cast<double>(n);
+            const std::vector<double> z = logits.value().values(), y = b.labels.values();
+            for (std::int64_t r = 0; r < n; ++r) {
+                std::int64_t best = 0;
+                for (std::int64_t c = 1; c < 10; ++c)
+                    if (z[static_cast<std::size_t>(r * 10 + c)] > z[static_cast<std::size_t>(r * 10 + best)]) best = c;
+                correct += best == static_cast<std::int64_t>(y[static_cast<std::size_t>(r)]);
+            }
+        }
+        const double n = static_cast<double>(test.size());
+        char text[96];
+        std::snprintf(text, sizeof text, "test_loss %.4f  test_accuracy %.4f", loss / n, static_cast<double>(correct) / n);
+        return example::Evaluation{loss / n, text, static_cast<double>(correct) / n};
+    };
+    const example::Evaluation e = example::fit(program, a, model, opt, train, loss_of, evaluate);
+    std::printf("test_accuracy=%.4f\n", e.metric);
+    return 0;
+} catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+}
