@@ -10,7 +10,7 @@
 namespace tg::nn {
 
 std::mt19937& init_rng() {
-    static std::mt19937 rng(20261122);
+    thread_local std::mt19937 rng(20261122);
     return rng;
 }
 

@@ -150,7 +150,11 @@ private:
     std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
 };
 
-// The random source for parameter initialisation; seed it for reproducible models.
+// The random source for parameter initialisation; seed it for reproducible models. One per
+// thread, each seeded 20261122 at its first use: threads building models at once neither
+// race nor draw from each other's sequence, so a model built on a thread after
+// init_rng().seed(s) there is the same whatever other threads do (seed it on the thread that
+// builds the model).
 std::mt19937& init_rng();
 
 // y = x·Wᵀ + b for x [N, in], with W [out, in] and b [out] as in PyTorch, both initialised
