@@ -9,5 +9,5 @@ for preset in release asan; do
   cmake --preset "$preset" >/dev/null
   cmake --build --preset "$preset"
   echo "== $preset: test"
-  ctest --preset "$preset" -j2
+  ctest --preset "$preset"
 done
