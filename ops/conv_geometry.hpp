@@ -25,7 +25,8 @@ enum class Layout { NCX, NXC };
 // transposed convolution, C_in and in_size describe its input (the o-side).
 struct ConvParams {
     std::int64_t N = 1, C_in = 0, C_out = 0, groups = 1;
-    Shape in_size, kernel, stride, dilation, pads_begin, pads_end, output_padding;
+    // (The {} let users name only the fields they set without -Wmissing-field-initializers.)
+    Shape in_size{}, kernel{}, stride{}, dilation{}, pads_begin{}, pads_end{}, output_padding{};
     Layout layout = Layout::NCX;
 };
 
