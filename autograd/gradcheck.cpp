@@ -20,15 +20,6 @@ Tensor random_normal(const Shape& shape, std::mt19937_64& rng) {
     return Tensor::from(shape, v, DType::f64);
 }
 
-Shape unravel(std::int64_t flat, const Shape& shape) {
-    Shape idx(shape.size());
-    for (std::size_t a = shape.size(); a-- > 0;) {
-        idx[a] = shape[a] == 0 ? 0 : flat % shape[a];
-        flat = shape[a] == 0 ? 0 : flat / shape[a];
-    }
-    return idx;
-}
-
 std::string name_of(const CheckOptions& opt, std::size_t i) {
     return i < opt.names.size() && !opt.names[i].empty() ? opt.names[i] : "input " + std::to_string(i);
 }
@@ -130,7 +121,7 @@ CheckReport check_vjp(const MultiFunction& F, std::vector<Tensor> inputs, const 
             const double score = std::isnan(err) ? INFINITY : err / tol;
             if (score > worst) {
                 worst = score;
-                row.index = unravel(e, inputs[i].shape());
+                row.index = unravel_index(e, inputs[i].shape());
                 row.a = ana;
                 row.b = num;
                 row.abs_err = err;
@@ -196,7 +187,7 @@ CheckRow check_linearity(const Function& f, const std::vector<Tensor>& inputs, i
             const double score = std::isnan(err) ? INFINITY : err / tol;
             if (score > worst) {
                 worst = score;
-                row.index = unravel(static_cast<std::int64_t>(i), ys);
+                row.index = unravel_index(static_cast<std::int64_t>(i), ys);
                 row.a = lhs[i];
                 row.b = rhs[i];
                 row.abs_err = err;
@@ -395,7 +386,7 @@ CheckReport check_precision(const Function& f, const std::vector<Tensor>& inputs
             const double score = std::isnan(err) ? INFINITY : err;
             if (score > worst) {
                 worst = score;
-                row.index = unravel(static_cast<std::int64_t>(i), a.shape());
+                row.index = unravel_index(static_cast<std::int64_t>(i), a.shape());
                 row.a = x[i];
                 row.b = y[i];
                 row.abs_err = err;

@@ -247,15 +247,6 @@ std::int64_t first_non_finite(const Tensor& t, std::int64_t& count, double& valu
     return first;
 }
 
-Shape unravel(std::int64_t flat, const Shape& shape) {
-    Shape idx(shape.size());
-    for (std::size_t a = shape.size(); a-- > 0;) {
-        idx[a] = shape[a] == 0 ? 0 : flat % shape[a];
-        flat = shape[a] == 0 ? 0 : flat / shape[a];
-    }
-    return idx;
-}
-
 void check_anomaly(const std::string& op, const Tensor& y, const std::vector<Variable>& inputs) {
     if (!is_float(y.dtype())) return;
     std::int64_t count = 0;
@@ -265,7 +256,7 @@ void check_anomaly(const std::string& op, const Tensor& y, const std::vector<Var
     std::ostringstream os;
     os << "anomaly mode: '" << op << "'";
     if (t_backward_of) os << " (in the backward of '" << *t_backward_of << "')";
-    os << " produced " << (std::isnan(value) ? "NaN" : value > 0 ? "Inf" : "-Inf") << " at " << shape_str(unravel(at, y.shape()))
+    os << " produced " << (std::isnan(value) ? "NaN" : value > 0 ? "Inf" : "-Inf") << " at " << shape_str(unravel_index(at, y.shape()))
        << " of its result " << dtype_name(y.dtype()) << " " << shape_str(y.shape()) << " (" << count << " non-finite of "
        << y.numel() << "); inputs:";
     for (std::size_t i = 0; i < inputs.size(); ++i) {

@@ -32,6 +32,15 @@ std::int64_t shape_numel(const Shape& shape, const std::string& key) {
     return n;
 }
 
+Shape unravel_index(std::int64_t flat, const Shape& shape) {
+    Shape idx(shape.size());
+    for (std::size_t a = shape.size(); a-- > 0;) {
+        idx[a] = shape[a] == 0 ? 0 : flat % shape[a];
+        flat = shape[a] == 0 ? 0 : flat / shape[a];
+    }
+    return idx;
+}
+
 Shape contiguous_strides(const Shape& shape) {
     shape_numel(shape);  // every stride must fit int64, zero-size shapes included
     Shape s(shape.size());

@@ -100,6 +100,9 @@ private:
 // Row-major strides of a shape, in elements.
 Shape contiguous_strides(const Shape& shape);
 
+// The multi-index of element `flat` (C order) of a tensor of this shape.
+Shape unravel_index(std::int64_t flat, const Shape& shape);
+
 // PyTorch-like printing (core/print.cpp), e.g. for a [2, 3] f32 tensor
 //   tensor([[1., 2., 3.],
 //           [4., 5., 6.]], shape=[2, 3], dtype=f32)
