@@ -56,18 +56,31 @@ namespace {
 
 // [N, C, X...]: the axes a channel's statistics run over, and the shape [1, C, 1...] its
 // per-channel values broadcast from.
-void bn_axes(const Shape& s, std::vector<int>& axes, Shape& stat_shape, const char* op) {
-    if (s.size() < 2) fail("input", op, ": input ", shape_str(s), " must be [N, C] or [N, C, X...]");
-    axes.clear();
-    stat_shape.assign(s.size(), 1);
-    stat_shape[1] = s[1];
-    for (int a = 0; a < static_cast<int>(s.size()); ++a)
-        if (a != 1) axes.push_back(a);
-}
-
 void check_channel_param(const Variable& p, std::int64_t C, const char* what, const char* op) {
     if (p.defined() && p.shape() != Shape{C})
         fail(what, op, ": ", what, " has shape ", shape_str(p.shape()), ", the input has ", C, " channels");
+}
+
+// The axes batch norm reduces over (all but the channel axis 1), the shape its per-channel
+// statistics broadcast as ([1, C, 1...]) and C, with weight and bias checked against C.
+struct BnLayout {
+    std::vector<int> axes;
+    Shape stat_shape;
+    std::int64_t C = 0;
+};
+
+BnLayout bn_layout(const Variable& x, const Variable& weight, const Variable& bias) {
+    const Shape& s = x.shape();
+    if (s.size() < 2) fail("input", "batch_norm: input ", shape_str(s), " must be [N, C] or [N, C, X...]");
+    BnLayout l;
+    l.C = s[1];
+    l.stat_shape.assign(s.size(), 1);
+    l.stat_shape[1] = l.C;
+    for (int a = 0; a < static_cast<int>(s.size()); ++a)
+        if (a != 1) l.axes.push_back(a);
+    check_channel_param(weight, l.C, "weight", "batch_norm");
+    check_channel_param(bias, l.C, "bias", "batch_norm");
+    return l;
 }
 
 Variable scale_shift(Variable y, const Variable& weight, const Variable& bias, const Shape& stat_shape) {
@@ -87,12 +100,7 @@ void write_into(Tensor& dst, const std::vector<double>& values) {
 
 Variable batch_norm_train(const Variable& x, const Variable& weight, const Variable& bias, double eps, Tensor* batch_mean,
                           Tensor* batch_var) {
-    std::vector<int> axes;
-    Shape stat_shape;
-    bn_axes(x.shape(), axes, stat_shape, "batch_norm");
-    const std::int64_t C = x.shape()[1];
-    check_channel_param(weight, C, "weight", "batch_norm");
-    check_channel_param(bias, C, "bias", "batch_norm");
+    const auto [axes, stat_shape, C] = bn_layout(x, weight, bias);
     const Variable mu = ag::mean(x, axes, true);
     const Variable d = ag::sub(x, mu);
     const Variable var = ag::mean(ag::mul(d, d), axes, true);
@@ -104,12 +112,7 @@ Variable batch_norm_train(const Variable& x, const Variable& weight, const Varia
 
 Variable batch_norm_eval(const Variable& x, const Tensor& mean, const Tensor& var, const Variable& weight,
                          const Variable& bias, double eps) {
-    std::vector<int> axes;
-    Shape stat_shape;
-    bn_axes(x.shape(), axes, stat_shape, "batch_norm");
-    const std::int64_t C = x.shape()[1];
-    check_channel_param(weight, C, "weight", "batch_norm");
-    check_channel_param(bias, C, "bias", "batch_norm");
+    const auto [axes, stat_shape, C] = bn_layout(x, weight, bias);
     if (mean.shape() != Shape{C} || var.shape() != Shape{C})
         fail("running_stats", "batch_norm: mean ", shape_str(mean.shape()), " and var ", shape_str(var.shape()),
              " must be [", C, "]");

@@ -102,6 +102,29 @@ Tensor reduce_sum(const Tensor& x, const std::vector<int>& axes_in, bool keepdim
         if (!groups.empty() && groups.back().reduced == r) groups.back().size *= d;
         else groups.push_back({d, r});
     }
+    // Walks the first n groups in C order; `o` is the offset into acc, which moves along the
+    // kept groups only.
+    struct Odometer {
+        const std::vector<Group>& groups;
+        std::vector<std::int64_t> idx, ostride;
+        std::int64_t o = 0;
+        Odometer(const std::vector<Group>& gs, std::size_t n) : groups(gs), idx(n, 0), ostride(n, 0) {
+            std::int64_t kept = 1;
+            for (std::size_t g = n; g-- > 0;)
+                if (!gs[g].reduced) {
+                    ostride[g] = kept;
+                    kept *= gs[g].size;
+                }
+        }
+        void next() {
+            for (std::size_t g = idx.size(); g-- > 0;) {
+                o += ostride[g];
+                if (++idx[g] < groups[g].size) return;
+                o -= ostride[g] * groups[g].size;
+                idx[g] = 0;
+            }
+        }
+    };
     const simd_reduce::Kernels& kern = sum_kernels();
     // The contiguous cases, through the kernels of ops/reduce_kernels.hpp (vectorised unless
     // the instruction set is Isa::scalar):
@@ -136,26 +159,12 @@ Tensor reduce_sum(const Tensor& x, const std::vector<int>& axes_in, bool keepdim
                 // `len` at a time (one odometer step per row, not per element): each row is
                 // added element by element onto its output's running sum.
                 const std::int64_t rows = X.numel() / len;
-                const std::size_t nouter = ng - 1;
-                std::vector<std::int64_t> idx(nouter, 0), ostride(nouter, 0);
-                std::int64_t kept = 1;
-                for (std::size_t g = nouter; g-- > 0;)
-                    if (!groups[g].reduced) {
-                        ostride[g] = kept;
-                        kept *= groups[g].size;
-                    }
-                std::int64_t o = 0;
-                for (std::int64_t r = 0; r < rows; ++r) {
+                Odometer od(groups, ng - 1);
+                for (std::int64_t r = 0; r < rows; ++r, od.next()) {
                     const float* row = px + r * len;
-                    double sum = acc[static_cast<std::size_t>(o)];
+                    double sum = acc[static_cast<std::size_t>(od.o)];
                     for (std::int64_t i = 0; i < len; ++i) sum += static_cast<double>(row[i]);
-                    acc[static_cast<std::size_t>(o)] = sum;
-                    for (std::size_t g = nouter; g-- > 0;) {
-                        o += ostride[g];
-                        if (++idx[g] < groups[g].size) break;
-                        o -= ostride[g] * groups[g].size;
-                        idx[g] = 0;
-                    }
+                    acc[static_cast<std::size_t>(od.o)] = sum;
                 }
                 return true;
             }
@@ -164,29 +173,13 @@ Tensor reduce_sum(const Tensor& x, const std::vector<int>& axes_in, bool keepdim
         const bool has_r = ng >= 2;  // the group before the last is reduced (groups alternate)
         const std::int64_t rows = has_r ? groups[ng - 2].size : 1;
         const std::size_t nouter = has_r ? ng - 2 : ng - 1;
-        // Odometer over the outer groups, in C order; acc moves along the kept ones only.
-        std::vector<std::int64_t> idx(nouter, 0), ostride(nouter, 0);
-        std::int64_t positions = 1, kept = 1;
-        for (std::size_t g = nouter; g-- > 0;) {
-            positions *= groups[g].size;
-            if (!groups[g].reduced) {
-                ostride[g] = kept;
-                kept *= groups[g].size;
-            }
-        }
+        std::int64_t positions = 1;
+        for (std::size_t g = 0; g < nouter; ++g) positions *= groups[g].size;
         void (*acc_rows)(const T*, std::int64_t, std::int64_t, double*);
         if constexpr (std::is_same_v<T, float>) acc_rows = kern.accumulate_f32;
         else acc_rows = kern.accumulate_f64;
-        std::int64_t o = 0;
-        for (std::int64_t p = 0; p < positions; ++p) {
-            acc_rows(px + p * rows * len, rows, len, acc.data() + o * len);
-            for (std::size_t g = nouter; g-- > 0;) {
-                o += ostride[g];
-                if (++idx[g] < groups[g].size) break;
-                o -= ostride[g] * groups[g].size;
-                idx[g] = 0;
-            }
-        }
+        Odometer od(groups, nouter);  // over the outer groups
+        for (std::int64_t p = 0; p < positions; ++p, od.next()) acc_rows(px + p * rows * len, rows, len, acc.data() + od.o * len);
         return true;
     };
     with_compute_type(ct, [&](auto tag) {
