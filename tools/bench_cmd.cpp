@@ -61,8 +61,6 @@ struct Options {
 struct BenchShape {
     std::string name;
     ConvGeometry g;
-    std::int64_t C_in = 0, C_out = 0;
-    Shape input, kernel;
 };
 
 int parse_count(const std::string& opt, const std::string& v) {
@@ -186,13 +184,11 @@ BenchShape read_shape(const json& s, std::size_t index, const Options& o) {
     if (dims > 16) fail("dims", "shape '", name, "': key 'dims' is ", dims, ", more spatial axes than supported (16)");
     const auto D = static_cast<std::size_t>(dims);
     const std::int64_t N = need_int(s, name, "N", 1);
-    b.C_in = need_int(s, name, "C_in", 1);
-    b.C_out = need_int(s, name, "C_out", 1);
+    const std::int64_t C_in = need_int(s, name, "C_in", 1), C_out = need_int(s, name, "C_out", 1);
     const std::int64_t G = need_int(s, name, "groups", 1);
-    if (b.C_in % G != 0) fail("groups", "shape '", name, "': groups ", G, " does not divide C_in ", b.C_in);
-    if (b.C_out % G != 0) fail("groups", "shape '", name, "': groups ", G, " does not divide C_out ", b.C_out);
-    b.input = need_list(s, name, "input", D, 1);
-    b.kernel = need_list(s, name, "kernel", D, 1);
+    if (C_in % G != 0) fail("groups", "shape '", name, "': groups ", G, " does not divide C_in ", C_in);
+    if (C_out % G != 0) fail("groups", "shape '", name, "': groups ", G, " does not divide C_out ", C_out);
+    const Shape input = need_list(s, name, "input", D, 1), kernel = need_list(s, name, "kernel", D, 1);
     const Shape st = need_list(s, name, "strides", D, 1), pb = need_list(s, name, "pads_begin", D, 0),
                 pe = need_list(s, name, "pads_end", D, 0), dil = need_list(s, name, "dilations", D, 1),
                 op = need_list(s, name, "output_padding", D, 0);
@@ -205,8 +201,8 @@ BenchShape read_shape(const json& s, std::size_t index, const Options& o) {
     }
     if (s.contains("note") && !s["note"].is_string()) fail("note", "shape '", name, "': key 'note' must be a string");
 
-    const ConvParams p{.N = o.batch > 0 ? o.batch : N, .C_in = b.C_in, .C_out = b.C_out, .groups = G, .in_size = b.input,
-                       .kernel = b.kernel, .stride = st, .dilation = dil, .pads_begin = pb, .pads_end = pe,
+    const ConvParams p{.N = o.batch > 0 ? o.batch : N, .C_in = C_in, .C_out = C_out, .groups = G, .in_size = input,
+                       .kernel = kernel, .stride = st, .dilation = dil, .pads_begin = pb, .pads_end = pe,
                        .output_padding = op, .layout = o.layout.value_or(layout)};
     b.g = ConvGeometry::transposed(p, "shape '" + name + "'");
     const ConvGeometry& g = b.g;
@@ -317,8 +313,8 @@ int cmd_bench(const std::vector<std::string>& args) {
         const ConvGeometry& g = b.g;
         const Tensor x = uniform(g.out_shape(), rng, o.dtype), W = uniform(g.weight_shape(), rng, o.dtype),
                      dy = uniform(g.in_shape(), rng, o.dtype);
-        double flops = 2.0 * static_cast<double>(g.N) * static_cast<double>(b.C_in) * static_cast<double>(b.C_out / g.G);
-        for (std::size_t a = 0; a < b.kernel.size(); ++a) flops *= static_cast<double>(b.kernel[a]) * static_cast<double>(b.input[a]);
+        // 2·N·C_in·(C_out/groups)·∏kernel·∏input: two flops per multiply-add of the geometry.
+        const double flops = 2.0 * g.macs();
         const char* layout = g.layout == Layout::NXC ? "NXC" : "NCX";
         for (const std::string& op : o.ops) {
             Timing t;
