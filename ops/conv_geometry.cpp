@@ -6,9 +6,7 @@ namespace tg {
 namespace {
 
 using wide = __int128;
-// Every length the kernels form (j·s + k·d − pb, X + pb) stays within ±2^62, far from the
-// int64 limits.
-constexpr wide kLengthLimit = wide{1} << 62;
+constexpr wide kLengthLimit = kMaxConvLength;
 
 std::int64_t prod(const Shape& s) { return shape_numel(s, "shape"); }
 

@@ -19,6 +19,10 @@ namespace tg {
 
 enum class Layout { NCX, NXC };
 
+// Every length the kernels form (j·s + k·d − pb, X + pb) stays within ±2^62, far from the
+// int64 limits: the geometry constructors and the spec padding rules both enforce it.
+constexpr std::int64_t kMaxConvLength = std::int64_t{1} << 62;
+
 // What a layer or an op states about one convolution, forward or transposed. Per-axis
 // lists hold one entry per spatial axis, or are empty for the default (stride 1,
 // dilation 1, pads 0, output_padding 0). Channels and sizes are the op's own: for a

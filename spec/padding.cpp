@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "tapegrad/core/error.hpp"
+#include "tapegrad/ops/conv_geometry.hpp"
 
 namespace tg {
 
@@ -13,9 +14,10 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return a / b + (a % b !=
 std::string num(std::int64_t v) { return std::to_string(v); }
 
 // The rules accept any int64 attribute, compute in 128 bits, and keep every derived
-// length at most 2^62, so the kernels' index arithmetic (j·s + k·d − pb) cannot overflow.
+// length within the geometry's kMaxConvLength (2^62), so the kernels' index arithmetic
+// (j·s + k·d − pb) cannot overflow.
 using wide = __int128;
-constexpr wide kLengthLimit = wide{1} << 62;
+constexpr wide kLengthLimit = kMaxConvLength;
 
 std::int64_t narrow(wide v, const char* key, const AxisParams& p, const std::string& op, const char* what) {
     if (v > kLengthLimit || v < -kLengthLimit)
