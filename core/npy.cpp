@@ -1,10 +1,13 @@
 #include "tapegrad/core/npy.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <vector>
+
+#include "tapegrad/core/convert.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -251,32 +254,12 @@ Tensor decode_npy(const std::string& bytes, const std::string& name, const std::
 
 namespace {
 
-// Writes the .npy bytes of `tensor` to a new temporary file beside `path` and returns its name.
-std::string write_temp(const std::string& path, const Tensor& tensor, const std::string& key) {
-    const std::string bytes = encode_npy(tensor, key);
-    check_output_target(path, key);
-    std::string tmp = path + ".tmp.XXXXXX";
-    const int fd = ::mkstemp(tmp.data());  // a fresh name, created exclusively
-    if (fd < 0) fail(key, "cannot write '", path, "' (cannot create a temporary file beside it)");
-    ::fchmod(fd, 0644);
-    ::close(fd);
-    {
-        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-        out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-        out.flush();
-        if (!out) {
-            out.close();
-            std::remove(tmp.c_str());
-            fail(key, "error while writing '", path, "'");
-        }
-    }
-    return tmp;
-}
-
-}  // namespace
-
-std::string encode_npy(const Tensor& tensor, const std::string& key) {
-    Tensor t = (tensor.dtype() == DType::bf16 ? tensor.to(DType::f32) : tensor).contiguous();
+// Hands the .npy bytes of `tensor` to sink(const char*, size_t) piece by piece: the header,
+// then the payload straight from the tensor's storage. bf16 (which NumPy lacks) is written
+// as <f4, converted in slices, so no whole copy of a large result is ever made.
+template <class Sink>
+void emit_npy(const Tensor& tensor, const std::string& key, Sink&& sink) {
+    const Tensor t = tensor.contiguous();
     const char* descr = "";
     switch (t.dtype()) {
         case DType::f64: descr = "<f8"; break;
@@ -284,7 +267,7 @@ std::string encode_npy(const Tensor& tensor, const std::string& key) {
         case DType::f16: descr = "<f2"; break;
         case DType::i32: descr = "<i4"; break;
         case DType::i64: descr = "<i8"; break;
-        case DType::bf16: break;
+        case DType::bf16: descr = "<f4"; break;
     }
     std::string shape = "(";
     for (std::size_t i = 0; i < t.shape().size(); ++i) shape += std::to_string(t.shape()[i]) + (t.shape().size() == 1 ? "," : (i + 1 < t.shape().size() ? ", " : ""));
@@ -297,12 +280,47 @@ std::string encode_npy(const Tensor& tensor, const std::string& key) {
     if (header.size() > 65535) fail(key, "header too long for .npy version 1.0");
     const unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, static_cast<unsigned char>(header.size() & 0xff),
                                    static_cast<unsigned char>(header.size() >> 8)};
-    const std::size_t payload = static_cast<std::size_t>(t.numel()) * dtype_size(t.dtype());
+    sink(reinterpret_cast<const char*>(pre), std::size_t{10});
+    sink(header.data(), header.size());
+    if (t.dtype() != DType::bf16) {
+        sink(static_cast<const char*>(t.raw_data()), static_cast<std::size_t>(t.numel()) * dtype_size(t.dtype()));
+        return;
+    }
+    constexpr std::int64_t kSlice = std::int64_t{1} << 16;
+    std::vector<float> f32(static_cast<std::size_t>(std::min(t.numel(), kSlice)));
+    const auto* src = static_cast<const std::uint16_t*>(t.raw_data());
+    for (std::int64_t i = 0; i < t.numel(); i += kSlice) {
+        const std::int64_t n = std::min(kSlice, t.numel() - i);
+        bf16_to_f32_n(src + i, f32.data(), n);
+        sink(reinterpret_cast<const char*>(f32.data()), static_cast<std::size_t>(n) * sizeof(float));
+    }
+}
+
+// Writes the .npy bytes of `tensor` to a new temporary file beside `path` and returns its name.
+std::string write_temp(const std::string& path, const Tensor& tensor, const std::string& key) {
+    check_output_target(path, key);
+    std::string tmp = path + ".tmp.XXXXXX";
+    const int fd = ::mkstemp(tmp.data());  // a fresh name, created exclusively
+    if (fd < 0) fail(key, "cannot write '", path, "' (cannot create a temporary file beside it)");
+    ::fchmod(fd, 0644);
+    ::close(fd);
+    try {
+        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+        emit_npy(tensor, key, [&](const char* p, std::size_t n) { out.write(p, static_cast<std::streamsize>(n)); });
+        out.flush();
+        if (!out) fail(key, "error while writing '", path, "'");
+    } catch (...) {
+        std::remove(tmp.c_str());
+        throw;
+    }
+    return tmp;
+}
+
+}  // namespace
+
+std::string encode_npy(const Tensor& tensor, const std::string& key) {
     std::string out;
-    out.reserve(10 + header.size() + payload);
-    out.append(reinterpret_cast<const char*>(pre), 10);
-    out += header;
-    out.append(static_cast<const char*>(t.raw_data()), payload);
+    emit_npy(tensor, key, [&](const char* p, std::size_t n) { out.append(p, n); });
     return out;
 }
 

@@ -266,6 +266,22 @@ TEST_CASE("f16 and bf16 kernels match the f64 result within epsilon-scaled toler
     }
 }
 
+// A budget below one image makes the 16-bit path cut each image into bands of rows of
+// spatial axis 0 (one row per band at this budget): bands that start inside padding, bands
+// whose rows read no input, strides longer than the kernel, and o-side rows shared by
+// neighbouring bands all occur on the table's rows.
+TEST_CASE("f16 and bf16 kernels on bands of rows of one image match the f64 result", "[kernels]") {
+    const WorkspaceGuard ws(64);
+    std::mt19937_64 rng(4321);
+    for (const ConvConfig& c : conv_table())
+        for (Layout layout : {Layout::NCX, Layout::NXC})
+            for (DType dt : {DType::f16, DType::bf16}) {
+                check_against_reference(forward_geometry(c, layout), dt, rng, describe(c, layout, dt) + " forward_geometry, bands");
+                check_against_reference(transposed_geometry(c, layout), dt, rng,
+                                        describe(c, layout, dt) + " transposed_geometry, bands");
+            }
+}
+
 TEST_CASE("the f64 tolerance is tight enough to see a 1e-9 relative error", "[kernels]") {
     // Guards the checks above against a tolerance so loose that they cannot fail: perturbing
     // the f64 weight by a relative 1e-9 must already break the f64 comparison.
