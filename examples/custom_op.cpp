@@ -186,9 +186,11 @@ int main() try {
     claim(!b2.ok, "gradgradcheck catches the backward computed off the tape");
 
     const CheckReport c = check_adjoint(f_untransposed, {x_cumsum}, 0, opt_cumsum);
-    std::printf("(c) cumsum with A instead of Aᵀ as its backward: check_adjoint %s\n%s\n", verdict(c),
-                indent(c.failures()).c_str());
+    const CheckReport c_fd = gradcheck(f_untransposed, {x_cumsum}, opt_cumsum);  // finite differences see it too
+    std::printf("(c) cumsum with A instead of Aᵀ as its backward: check_adjoint %s (gradcheck %s)\n%s\n", verdict(c),
+                verdict(c_fd), indent(c.failures()).c_str());
     claim(!c.ok && c.rows.at(0).check == "adjoint", "check_adjoint catches the untransposed backward");
+    claim(!c_fd.ok, "gradcheck catches the untransposed backward too");
 
     std::printf("every claim holds\n");
     return 0;

@@ -143,7 +143,7 @@ void which_inputs_feed_which_outputs(const std::filesystem::path& out_dir) {
     axis_diagram(kW);
 
     // In 2-D the rule holds per axis, so an output gets taps_H(y_h)·taps_W(y_w) contributions.
-    std::printf("   contributions per output position (rows y_h, columns y_w; 0: only the bias reaches it):\n");
+    std::printf("   contributions per output position (rows y_h, columns y_w; 0: no input reaches it):\n");
     for (std::int64_t yh = 0; yh < kH.out(); ++yh) {
         std::printf("     ");
         for (std::int64_t yw = 0; yw < kW.out(); ++yw) std::printf("%2lld", (long long)(kH.taps(yh) * kW.taps(yw)));
