@@ -35,16 +35,16 @@
 using namespace tg;
 using tg::lesson::claim;
 
-constexpr std::int64_t kImages = 8, kLatent = 16, kSize = 16;
+constexpr int kImages = 8, kLatent = 16, kSize = 16;
 
 // The 8 target pictures, [8, 1, 16, 16] with values in [0, 1], drawn from their formulas.
 Tensor targets() {
     Tensor t = zeros({kImages, 1, kSize, kSize});
     float* p = t.data<float>();
     const double c = (kSize - 1) / 2.0;  // the centre, 7.5
-    for (std::int64_t n = 0; n < kImages; ++n)
-        for (std::int64_t y = 0; y < kSize; ++y)
-            for (std::int64_t x = 0; x < kSize; ++x) {
+    for (int n = 0; n < kImages; ++n)
+        for (int y = 0; y < kSize; ++y)
+            for (int x = 0; x < kSize; ++x) {
                 const double r = std::hypot(x - c, y - c), box = std::max(std::fabs(x - c), std::fabs(y - c));
                 bool on = false;
                 double v = 0;
@@ -64,11 +64,11 @@ Tensor targets() {
 }
 
 // Mean squared distance between image i of a and image j of b ([N, 1, 16, 16]).
-double distance(const Tensor& a, std::int64_t i, const Tensor& b, std::int64_t j) {
+double distance(const Tensor& a, int i, const Tensor& b, int j) {
     const float* pa = a.data<float>() + i * kSize * kSize;
     const float* pb = b.data<float>() + j * kSize * kSize;
     double s = 0;
-    for (std::int64_t k = 0; k < kSize * kSize; ++k) s += (pa[k] - pb[k]) * (pa[k] - pb[k]);
+    for (int k = 0; k < kSize * kSize; ++k) s += (pa[k] - pb[k]) * (pa[k] - pb[k]);
     return s / (kSize * kSize);
 }
 
@@ -153,18 +153,18 @@ int main(int argc, char** argv) try {
     claim(eval_loss < first / 50, "in eval mode the loss is still 50× below the start (", eval_loss, ")");
     const Tensor made_images = made.value().contiguous();
     rows.push_back(made_images);
-    for (std::int64_t i = 0; i < kImages; ++i) {
-        std::int64_t nearest = 0;
-        for (std::int64_t j = 1; j < kImages; ++j)
+    for (int i = 0; i < kImages; ++i) {
+        int nearest = 0;
+        for (int j = 1; j < kImages; ++j)
             if (distance(made_images, i, target_images, j) < distance(made_images, i, target_images, nearest))
                 nearest = j;
         claim(nearest == i, "latent ", i, " draws its own picture (its image is nearest to target ", nearest, ")");
     }
-    std::printf("each of the %lld latents draws its own picture\n", (long long)kImages);
+    std::printf("each of the %d latents draws its own picture\n", kImages);
 
     // The picture, one row each: the targets, step 0, step 10, the trained generator.
     const std::string png = (out_dir / "dcgan_block.png").string();
-    write_png_grid(png, concat(rows, 0), static_cast<int>(kImages), 4);
+    write_png_grid(png, concat(rows, 0), kImages, 4);
     std::printf("picture: %s (rows: targets, step 0, step 10, trained)\n", png.c_str());
     std::printf("every claim holds\n");
     return 0;

@@ -176,7 +176,8 @@ void which_inputs_feed_which_outputs(const std::filesystem::path& out_dir) {
         for (int py = 0; py < kH.out() * cell; ++py)
             for (int px = 0; px < kW.out() * cell; ++px) {
                 const int yh = py / cell, yw = px / cell;
-                double v = f[n * plane + yh * kW.out() + yw] == 1 ? 0.0 : kH.taps(yh) * kW.taps(yw) > 0 ? 0.55 : 1.0;
+                const bool mine = f[n * plane + yh * kW.out() + yw] == 1, anyone = kH.taps(yh) * kW.taps(yw) > 0;
+                double v = mine ? 0.0 : anyone ? 0.55 : 1.0;
                 if (py % cell == 0 || px % cell == 0) v = 0.8;  // thin lines between positions
                 t[(n * kH.out() * cell + py) * kW.out() * cell + px] = v;
             }
