@@ -13,6 +13,7 @@
 #include "tapegrad/core/workspace.hpp"
 #include "tapegrad/spec/opset.hpp"
 #include "tapegrad/spec/case_file.hpp"
+#include "tapegrad/spec/run_case.hpp"
 
 namespace tg {
 
@@ -21,74 +22,8 @@ int cmd_bench(const std::vector<std::string>& args);  // tools/bench_cmd.cpp
 
 namespace {
 
-// Results above this size are refused before they are allocated (as .npy inputs are).
-constexpr std::int64_t kMaxResultBytes = std::int64_t{4} << 30;
-
-// The most multiply-adds one command may run (--work-limit): about a minute on one core.
-// Cases past it (a 1-D convolution of two 2 MB signals with pads of 2^19 is 8e11) are
-// refused at once instead of running for minutes.
-constexpr double kDefaultWorkLimit = 2e11;
-
-// The attribute that made axis `a` of the result so long, for the error message.
-std::string size_culprit(const ResolvedOp& r, const CaseFile& c, std::size_t a) {
-    const AxisResolution& ar = r.axes[a];
-    if (r.comp == Computation::Conv) return ar.pb + ar.pe > ar.out ? "pads_begin/pads_end" : "data";
-    if (c.inputs.size() > 2 || c.attrs.count("output_shape")) return "output_shape";
-    const std::int64_t output_padding = ar.out - (ar.L - ar.pb - ar.pe);
-    return output_padding > ar.L ? "output_padding" : "strides";
-}
-
-// Refuses a result over the size limit before anything is allocated, naming the attribute
-// behind its longest axis.
-void check_result_size(const ResolvedOp& r, const CaseFile& c, DType dt) {
-    const double bytes = static_cast<double>(dtype_size(dt)) *
-                         [&] { double n = 1; for (std::int64_t d : r.result_shape) n *= static_cast<double>(d); return n; }();
-    if (bytes <= static_cast<double>(kMaxResultBytes)) return;
-    std::size_t longest = 0;
-    for (std::size_t a = 1; a < r.axes.size(); ++a)
-        if (r.axes[a].out > r.axes[longest].out) longest = a;
-    const std::string key = size_culprit(r, c, longest);
-    fail(key, r.name, ": the output of shape ", shape_str(r.result_shape), " would need ", bytes,
-         " bytes, over the limit of ", kMaxResultBytes, " (spatial axis ", longest, " is ", r.axes[longest].out,
-         " long because of ", key, ")");
-}
-
 int cmd_run(const std::string& path, double work_limit) {
-    const CaseFile c = read_case(path);
-    DType dt;
-    const std::vector<Tensor> in = load_inputs(c, dt);
-    const ResolvedOp r = resolve_op(c.opset, c.op, c.attrs, in);
-    check_result_size(r, c, dt);
-    // The op, and with grad_output its two gradients: three times the work.
-    const double work = r.geom.macs() * (c.grad_output ? 3 : 1);
-    if (work > work_limit)
-        fail("work", r.name, ": the case needs about ", work, " multiply-adds, over the work limit of ", work_limit,
-             " (raise it with --work-limit)");
-
-    std::vector<std::pair<std::string, Tensor>> files;
-    if (!c.grad_output) {
-        files.emplace_back(c.output, run_op(r, in));
-    } else {
-        Tensor dy = read_npy(*c.grad_output, "grad_output");
-        if (!is_float(dy.dtype())) fail("grad_output", "grad_output has dtype ", dtype_name(dy.dtype()), ", must be float");
-        if (dy.shape() != r.result_shape)
-            fail("grad_output", r.name, ": grad_output has shape ", shape_str(dy.shape()), " but the result has shape ",
-                 shape_str(r.result_shape));
-        // One pass through the tape: the op, then backward from dy.
-        OpRun run = run_op_with_grads(r, in, dy.to(dt));
-        files.emplace_back(c.output, std::move(run.result));
-        for (std::size_t i = 0; i < c.grad_inputs.size(); ++i) {
-            if (!c.grad_inputs[i]) continue;
-            if (!run.grads[i].defined())
-                fail("grad_inputs", "grad_inputs[", i, "] must be null: input ", i, " (an integer shape) has no gradient");
-            files.emplace_back(*c.grad_inputs[i], std::move(run.grads[i]));
-        }
-    }
-    // Everything or nothing: every file is written beside its target first, and only then
-    // are they all renamed into place; a failure before that leaves every file as it was.
-    NpyWriteSet out;
-    for (const auto& [p, t] : files) out.stage(p, t, "output");
-    out.commit();
+    run_case(path, work_limit);
     return 0;
 }
 
@@ -255,7 +190,7 @@ int main(int argc, char** argv) {
         if (bench) return tg::cmd_bench(std::vector<std::string>(argv + 2, argv + argc));
         // tapegrad CMD [--memory-limit BYTES] [--work-limit MACS] CASE.json
         std::string path;
-        double work_limit = tg::kDefaultWorkLimit;
+        double work_limit = tg::kDefaultWorkLimit;  // spec/run_case.hpp
         for (int i = 2; i < argc; ++i) {
             const std::string a = argv[i];
             if (a == "--memory-limit" || a == "--work-limit") {
