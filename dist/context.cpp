@@ -2,6 +2,8 @@
 
 #include <mpi.h>
 
+#include <exception>
+
 #include "tapegrad/core/error.hpp"
 
 namespace tg::dist {
@@ -26,7 +28,10 @@ Context::Context(int* argc, char*** argv) {
 }
 
 Context::~Context() {
-    if (owns_ && initialized()) MPI_Finalize();
+    // MPI_Finalize waits for every rank: a rank leaving on an error while the others wait
+    // in a collective would hang the job. Without it the process exits with its error and
+    // mpirun ends the job.
+    if (owns_ && initialized() && std::uncaught_exceptions() == 0) MPI_Finalize();
 }
 
 bool Context::initialized() {

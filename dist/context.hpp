@@ -16,7 +16,10 @@ namespace tg::dist {
 class Context {
 public:
     // Initialises MPI (argc/argv may be null) unless it is initialised already (by another
-    // Context or by the program itself); only the Context that initialised it finalises it.
+    // Context or by the program itself); only the Context that initialised it finalises it,
+    // and not when it is destroyed by an exception: MPI_Finalize would wait for the other
+    // ranks, which may be waiting for this one (mpirun ends the job when a rank exits
+    // without finalising).
     Context(int* argc = nullptr, char*** argv = nullptr);
     ~Context();
     Context(const Context&) = delete;

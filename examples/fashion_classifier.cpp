@@ -53,7 +53,7 @@ int main(int argc, char** argv) try {
     std::printf("train %lld images, test %lld images, 28x28, 10 classes; %d threads\n",
                 static_cast<long long>(train.size()), static_cast<long long>(test.size()), num_threads());
     if (a.distributed)
-        std::printf("data parallel: %d ranks of %lld images per step\n", dist.world_size(), static_cast<long long>(a.batch));
+        std::printf("data parallel: %d ranks x %lld images per step\n", dist.world_size(), static_cast<long long>(a.batch));
 
     manual_seed(a.seed);
     nn::Sequential model = make_model(dist, a.dropout);
