@@ -4,6 +4,8 @@
 //
 // Options (every example takes all of them; defaults per example):
 //   --help  --data DIR  --epochs N  --limit N  --batch N  --threads N  --seed N  --out DIR  --resume CKPT_DIR
+// and, where the program says so (Program), --dropout P and --distributed (data parallelism
+// over MPI: examples/distributed.hpp).
 // Every file goes under --out (default out/, created when missing): the pictures, the loss
 // curve, and the checkpoint folder <out>/<program>.ckpt, written after every epoch. With
 // --resume DIR the run continues from the checkpoint in DIR and keeps saving there.
@@ -24,6 +26,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -47,6 +51,8 @@ struct Options {
     std::uint64_t seed = 1;
     std::string out = "out";
     std::string resume;  // a checkpoint folder to continue from
+    double dropout = 0;  // --dropout, for programs that take it
+    bool distributed = false;  // --distributed: one rank of an MPI run
 };
 
 // What an example says about itself in --help, and its defaults.
@@ -55,6 +61,8 @@ struct Program {
     const char* summary;  // one line
     int epochs;           // the default --epochs
     std::int64_t batch;   // the default --batch
+    double dropout = -1;       // the default --dropout; < 0: the program has no --dropout
+    bool distributed = false;  // whether it takes --distributed
 };
 
 // A whole decimal integer in [lo, hi]; anything else is an error naming the option.
@@ -68,10 +76,20 @@ inline std::int64_t parse_int(const std::string& opt, const std::string& v, std:
     return x;
 }
 
+// A number in [0, 1]; anything else is an error naming the option.
+inline double parse_probability(const std::string& opt, const std::string& v) {
+    char* end = nullptr;
+    const double x = std::strtod(v.c_str(), &end);
+    if (v.empty() || end != v.c_str() + v.size() || !(x >= 0 && x <= 1))
+        fail(opt, "option ", opt, " is '", v, "', must be a number from 0 to 1");
+    return x;
+}
+
 inline Options defaults(const Program& p) {
     Options o;
     o.epochs = p.epochs;
     o.batch = p.batch;
+    o.dropout = p.dropout;
     return o;
 }
 
@@ -79,7 +97,8 @@ inline std::string usage(const Program& p) {
     const Options d = defaults(p);
     std::ostringstream u;
     u << "usage: " << p.name << " [--data DIR] [--epochs N] [--limit N] [--batch N] [--threads N] [--seed N]\n"
-      << std::string(8 + std::string(p.name).size(), ' ') << "[--out DIR] [--resume CKPT_DIR]\n"
+      << std::string(8 + std::string(p.name).size(), ' ') << "[--out DIR] [--resume CKPT_DIR]"
+      << (p.dropout >= 0 ? " [--dropout P]" : "") << (p.distributed ? " [--distributed]" : "") << "\n"
       << p.summary << "\n"
       << "  --data DIR       Fashion-MNIST folder (default " << d.data << ")\n"
       << "  --epochs N       passes over the training images (default " << d.epochs << ")\n"
@@ -89,8 +108,12 @@ inline std::string usage(const Program& p) {
       << "  --seed N         the seed of the initial weights, the data order and dropout (default " << d.seed << ")\n"
       << "  --out DIR        where every file goes: pictures, loss curve, checkpoints (default " << d.out << "/)\n"
       << "  --resume DIR     continue from the checkpoint folder DIR (same --data, --limit, --batch, --seed;\n"
-      << "                   the same --threads for bit-identical results) up to --epochs, saving there\n"
-      << "Same options and threads give the same numbers bit for bit. The last line on stdout is the result.\n";
+      << "                   the same --threads for bit-identical results) up to --epochs, saving there\n";
+    if (p.dropout >= 0) u << "  --dropout P      the dropout probability (default " << d.dropout << ")\n";
+    if (p.distributed)
+        u << "  --distributed    one process of a data-parallel run: mpirun -np R " << p.name << " --distributed\n"
+          << "                   trains on R shares of every batch (--batch images each) and prints from rank 0\n";
+    u << "Same options and threads give the same numbers bit for bit. The last line on stdout is the result.\n";
     return u.str();
 }
 
@@ -102,8 +125,12 @@ inline Options parse_options(int argc, char** argv, const Program& p) {
             std::fputs(usage(p).c_str(), stdout);
             std::exit(0);
         }
+        if (k == "--distributed" && p.distributed) {
+            a.distributed = true;
+            continue;
+        }
         const bool known = k == "--data" || k == "--epochs" || k == "--limit" || k == "--batch" || k == "--threads" ||
-                           k == "--seed" || k == "--out" || k == "--resume";
+                           k == "--seed" || k == "--out" || k == "--resume" || (k == "--dropout" && p.dropout >= 0);
         if (!known) fail(k, "unknown option '", k, "' (", p.name, " --help lists the options)");
         if (i + 1 >= argc) fail(k, "option ", k, " needs a value");
         const std::string v = argv[++i];
@@ -114,6 +141,7 @@ inline Options parse_options(int argc, char** argv, const Program& p) {
         else if (k == "--threads") a.threads = static_cast<int>(parse_int(k, v, 1, 4096));
         else if (k == "--seed") a.seed = static_cast<std::uint64_t>(parse_int(k, v, 0, std::int64_t{1} << 62));
         else if (k == "--resume") a.resume = v;
+        else if (k == "--dropout") a.dropout = parse_probability(k, v);
         else {
             if (v.empty()) fail(k, "option --out needs a folder name");
             a.out = v;
@@ -313,30 +341,47 @@ struct Evaluation {
     double metric = 0;  // the example's own figure (accuracy, MSE)
 };
 
+// What a data-parallel run (--distributed, examples/distributed.hpp) changes in the training
+// loop; the defaults are one process. Only rank 0 evaluates and writes files (the other
+// ranks' stdout is closed by examples/distributed.hpp).
+struct Parallel {
+    int rank = 0, world_size = 1;
+    std::function<void()> after_backward;  // averages the gradients over the ranks
+    std::function<double(double)> mean;    // a value averaged over the ranks (the step's loss)
+    bool root() const { return rank == 0; }
+};
+
 // The training loop both examples run: resume (--resume), then for every remaining epoch
 // reseed the layers' randomness from (seed, epoch), train on `train`'s batches with
 // `loss_of(batch)` and `opt`, show the progress, evaluate (`evaluate()`, called in eval mode
 // without gradients), save the checkpoint and redraw the loss curve <out>/<program>_loss.png.
+// Every step's loss goes to <out>/<program>_steps.csv ("epoch,step,loss", this run's steps).
 // Returns the last evaluation (run once more when --resume had nothing left to train).
 template <class LossOf, class Evaluate>
 Evaluation fit(const Program& p, const Options& a, nn::Module& model, nn::Optimizer& opt, const DataLoader& train,
-               LossOf loss_of, Evaluate evaluate) {
+               LossOf loss_of, Evaluate evaluate, const Parallel& par = {}) {
     History h;
     const std::int64_t n_train = train.size();
     const int done = resume(model, opt, a, n_train, h);
     const std::string ckpt = checkpoint_dir(a, p), curve = out_path(a, std::string(p.name) + "_loss.png");
     auto eval = [&] {
+        if (!par.root()) return Evaluation{};
         model.eval();
         ag::NoGradGuard no_grad;
         Evaluation e = evaluate();
         model.train();
         return e;
     };
+    std::ofstream steps_csv;
+    if (par.root()) {
+        steps_csv.open(out_path(a, std::string(p.name) + "_steps.csv"));
+        steps_csv << "epoch,step,loss\n";
+    }
     Evaluation last;
     bool evaluated = false;
     const Clock::time_point t0 = Clock::now();
     for (int epoch = done + 1; epoch <= a.epochs; ++epoch) {
-        manual_seed(epoch_seed(a.seed, epoch, 1));  // dropout masks
+        manual_seed(epoch_seed(a.seed, epoch, 1 + static_cast<std::uint64_t>(par.rank)));  // dropout masks, per rank
         model.train();
         const std::int64_t steps = train.batches();
         Progress progress(epoch, a.epochs, steps);
@@ -346,10 +391,16 @@ Evaluation fit(const Program& p, const Options& a, nn::Module& model, nn::Optimi
             const ag::Variable loss = loss_of(batch);
             opt.zero_grad();
             loss.backward();
+            if (par.after_backward) par.after_backward();
             opt.step();
-            const double l = loss.item();
+            const double l = par.mean ? par.mean(loss.item()) : loss.item();
             rec.add(s, l);
-            progress.step(l, batch.images.shape()[0]);
+            progress.step(l, batch.images.shape()[0] * par.world_size);
+            if (par.root()) {
+                char line[64];
+                std::snprintf(line, sizeof line, "%d,%lld,%.9g\n", epoch, static_cast<long long>(s), l);
+                steps_csv << line;
+            }
         }
         const double train_secs = progress.seconds();
         const Clock::time_point te = Clock::now();
@@ -361,8 +412,11 @@ Evaluation fit(const Program& p, const Options& a, nn::Module& model, nn::Optimi
                     last.text.c_str(), train_secs, static_cast<double>(progress.images()) / train_secs,
                     seconds_since(te), seconds_since(t0));
         std::fflush(stdout);
-        save(model, opt, ckpt, a, n_train, epoch, h);
-        h.plot(curve);
+        if (par.root()) {
+            steps_csv.flush();
+            save(model, opt, ckpt, a, n_train, epoch, h);
+            h.plot(curve);
+        }
     }
     if (!evaluated) {
         last = eval();

@@ -7,10 +7,12 @@
 // `test_accuracy=<fraction>` on the whole 10 000-image test set.
 //
 //   fashion_classifier [--data DIR] [--epochs N] [--limit N] [--batch N] [--threads N] [--seed N]
-//                      [--out DIR] [--resume CKPT_DIR]
+//                      [--out DIR] [--resume CKPT_DIR] [--dropout P] [--distributed]
+//   mpirun -np 2 fashion_classifier --distributed     data parallel (examples/distributed.hpp)
 #include <cstdio>
 
 #include "common.hpp"
+#include "distributed.hpp"
 #include "tapegrad/autograd/ops.hpp"
 #include "tapegrad/data/idx.hpp"
 #include "tapegrad/nn/layers.hpp"
@@ -23,11 +25,12 @@ namespace {
 
 constexpr std::int64_t kC1 = 16, kC2 = 32;
 
-nn::Sequential make_model() {
+// BatchNorm comes from `dist` (synchronised over the ranks of a --distributed run).
+nn::Sequential make_model(const example::Distributed& dist, double dropout) {
     const nn::ConvOptions k3 = nn::ConvOptions{3, 3}.padding(1);
-    return nn::Sequential{nn::Conv(1, kC1, k3),   nn::BatchNorm(kC1), nn::ReLU(), nn::MaxPool(nn::PoolOptions{2, 2}),
-                          nn::Conv(kC1, kC2, k3), nn::BatchNorm(kC2), nn::ReLU(), nn::MaxPool(nn::PoolOptions{2, 2}),
-                          nn::Flatten(),          nn::Dropout(0.25),  nn::Linear(kC2 * 7 * 7, 10)};
+    return nn::Sequential{nn::Conv(1, kC1, k3),   dist.batch_norm(kC1),  nn::ReLU(), nn::MaxPool(nn::PoolOptions{2, 2}),
+                          nn::Conv(kC1, kC2, k3), dist.batch_norm(kC2),  nn::ReLU(), nn::MaxPool(nn::PoolOptions{2, 2}),
+                          nn::Flatten(),          nn::Dropout(dropout), nn::Linear(kC2 * 7 * 7, 10)};
 }
 
 }  // namespace
@@ -35,21 +38,26 @@ nn::Sequential make_model() {
 int main(int argc, char** argv) try {
     const example::Program program{"fashion_classifier",
                                    "Trains a small convolutional classifier on Fashion-MNIST; prints test_accuracy=.",
-                                   3, 64};
+                                   3, 64, 0.25, true};
     const example::Options a = example::parse_options(argc, argv, program);
+    const example::Distributed dist(a, &argc, &argv);  // MPI with --distributed
     std::printf("loading Fashion-MNIST from %s\n", a.data.c_str());
     auto images = [](const Tensor& t) { return t.reshape({t.shape()[0], 1, t.shape()[1], t.shape()[2]}); };  // [N, 1, H, W]
     const Tensor train_x = images(read_idx_images(a.data + "/train-images-idx3-ubyte.gz"));
     const Tensor train_y = read_idx_labels(a.data + "/train-labels-idx1-ubyte.gz");
     const Tensor test_x = images(read_idx_images(a.data + "/t10k-images-idx3-ubyte.gz"));
     const Tensor test_y = read_idx_labels(a.data + "/t10k-labels-idx1-ubyte.gz");
-    const DataLoader train(train_x, train_y, {.batch = a.batch, .seed = a.seed, .limit = a.limit});
+    const DataLoader train(train_x, train_y, {.batch = a.batch, .seed = a.seed, .limit = a.limit,
+                                              .rank = dist.rank(), .world_size = dist.world_size()});
     const DataLoader test(test_x, test_y, {.batch = 500, .shuffle = false});
     std::printf("train %lld images, test %lld images, 28x28, 10 classes; %d threads\n",
                 static_cast<long long>(train.size()), static_cast<long long>(test.size()), num_threads());
+    if (a.distributed)
+        std::printf("data parallel: %d ranks x %lld images per step\n", dist.world_size(), static_cast<long long>(a.batch));
 
     manual_seed(a.seed);
-    nn::Sequential model = make_model();
+    nn::Sequential model = make_model(dist, a.dropout);
+    dist.broadcast(model);
     nn::Adam opt(model.parameters(), 1e-3);
     std::printf("model: %lld parameters\n", static_cast<long long>(model.parameter_count()));
 
@@ -77,7 +85,7 @@ int main(int argc, char** argv) try {
         std::snprintf(text, sizeof text, "test_loss %.4f  test_accuracy %.4f", loss / n, static_cast<double>(correct) / n);
         return example::Evaluation{loss / n, text, static_cast<double>(correct) / n};
     };
-    const example::Evaluation e = example::fit(program, a, model, opt, train, loss_of, evaluate);
+    const example::Evaluation e = example::fit(program, a, model, opt, train, loss_of, evaluate, dist.parallel(model));
     std::printf("test_accuracy=%.4f\n", e.metric);
     return 0;
 } catch (const std::exception& e) {

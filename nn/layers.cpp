@@ -99,14 +99,24 @@ void write_into(Tensor& dst, const std::vector<double>& values) {
 }  // namespace
 
 Variable batch_norm_train(const Variable& x, const Variable& weight, const Variable& bias, double eps, Tensor* batch_mean,
-                          Tensor* batch_var) {
+                          Tensor* batch_var, const std::function<Variable(const Variable&)>& across, std::int64_t* count) {
     const auto [axes, stat_shape, C] = bn_layout(x, weight, bias);
-    const Variable mu = ag::mean(x, axes, true);
-    const Variable d = ag::sub(x, mu);
-    const Variable var = ag::mean(ag::mul(d, d), axes, true);
+    std::int64_t n = x.numel() / C;
+    Variable mu, var, d;
+    if (!across) {
+        mu = ag::mean(x, axes, true);
+        d = ag::sub(x, mu);
+        var = ag::mean(ag::mul(d, d), axes, true);
+    } else {  // the sums over every process's batch, divided by the global count
+        n = static_cast<std::int64_t>(across(ag::constant(Tensor::full({}, static_cast<double>(n), DType::f64))).item());
+        mu = ag::scale(across(ag::sum(x, axes, true)), 1.0 / static_cast<double>(n));
+        d = ag::sub(x, mu);
+        var = ag::scale(across(ag::sum(ag::mul(d, d), axes, true)), 1.0 / static_cast<double>(n));
+    }
     const Variable y = ag::mul(d, ag::rsqrt(ag::affine(var, 1, eps)));
     if (batch_mean) *batch_mean = mu.value().reshape({C});
     if (batch_var) *batch_var = var.value().reshape({C});
+    if (count) *count = n;
     return scale_shift(y, weight, bias, stat_shape);
 }
 
@@ -145,10 +155,11 @@ Variable BatchNorm::forward(const Variable& x) {
         fail("input", "BatchNorm: training needs more than one value per channel, input ", shape_str(x.shape()),
              " has ", n, " (use eval() for single samples)");
     Tensor bm, bv;
-    Variable y = batch_norm_train(x, weight, bias, eps_, &bm, &bv);
+    std::int64_t count = n;  // over every process with across_
+    Variable y = batch_norm_train(x, weight, bias, eps_, &bm, &bv, across_, &count);
     const std::vector<double> m = bm.values(), v = bv.values();
     std::vector<double> rm = running_mean().values(), rv = running_var().values();
-    const double unbias = static_cast<double>(n) / static_cast<double>(n - 1);
+    const double unbias = static_cast<double>(count) / static_cast<double>(count - 1);
     for (std::size_t c = 0; c < rm.size(); ++c) {
         rm[c] = (1 - momentum_) * rm[c] + momentum_ * m[c];
         rv[c] = (1 - momentum_) * rv[c] + momentum_ * v[c] * unbias;

@@ -8,6 +8,7 @@
 //   net.eval();   // running statistics, dropout off
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 
 #include "tapegrad/nn/module.hpp"
@@ -77,6 +78,8 @@ private:
 // error in training mode, as there). In evaluation mode the running statistics are used
 // and nothing changes. weight starts at 1, bias at 0, running_mean at 0, running_var at 1.
 // State names are PyTorch's: weight, bias, running_mean, running_var, num_batches_tracked.
+// dist::SyncBatchNorm (tapegrad::dist) is the same layer with statistics over every
+// process's batch of a data-parallel run.
 class BatchNorm : public Module {
 public:
     explicit BatchNorm(std::int64_t num_features, double eps = 1e-5, double momentum = 0.1, DType dtype = DType::f32);
@@ -90,6 +93,10 @@ public:
     double momentum() const { return momentum_; }
     Variable weight, bias;
 
+protected:
+    // Empty here; dist::SyncBatchNorm sets it to sum the statistics over the processes.
+    std::function<Variable(const Variable&)> across_;
+
 private:
     std::int64_t C_;
     double eps_, momentum_;
@@ -98,9 +105,15 @@ private:
 // The batch-statistics normalisation BatchNorm computes in training mode, as differentiable
 // ops (mean, sub, mul, rsqrt, ...): x [N, C, X...], weight and bias [C] (either may be
 // undefined: no scale, no shift). When given, *batch_mean and *batch_var receive the batch
-// mean and biased variance per channel ([C], plain tensors).
+// mean and biased variance per channel ([C], plain tensors), and *count the number of
+// values each channel's statistics span.
+//
+// `across`, when given, sums a per-channel partial statistic over the processes of a
+// data-parallel run (differentiably; dist::all_reduce_sum): the mean and the variance are
+// then those of the global batch, the union of every process's x (SyncBatchNorm).
 Variable batch_norm_train(const Variable& x, const Variable& weight, const Variable& bias, double eps = 1e-5,
-                          Tensor* batch_mean = nullptr, Tensor* batch_var = nullptr);
+                          Tensor* batch_mean = nullptr, Tensor* batch_var = nullptr,
+                          const std::function<Variable(const Variable&)>& across = {}, std::int64_t* count = nullptr);
 // The evaluation-mode form with given statistics ([C] tensors).
 Variable batch_norm_eval(const Variable& x, const Tensor& mean, const Tensor& var, const Variable& weight,
                          const Variable& bias, double eps = 1e-5);

@@ -1,5 +1,6 @@
 # cmake -DSOURCE=dir -DBINARY=dir -DARGS=list -P build_and_run.cmake
-# Configures, builds and runs the outside project's `app`, failing on any step.
+# Configures, builds and runs the outside project's `app` (and `dist_app` when the project
+# built one), failing on any step.
 file(REMOVE_RECURSE ${BINARY})
 execute_process(COMMAND ${CMAKE_COMMAND} -S ${SOURCE} -B ${BINARY} ${ARGS} RESULT_VARIABLE rc)
 if(rc)
@@ -12,4 +13,10 @@ endif()
 execute_process(COMMAND ${BINARY}/app RESULT_VARIABLE rc)
 if(rc)
   message(FATAL_ERROR "running ${BINARY}/app failed: ${rc}")
+endif()
+if(EXISTS ${BINARY}/dist_app)
+  execute_process(COMMAND ${BINARY}/dist_app RESULT_VARIABLE rc)
+  if(rc)
+    message(FATAL_ERROR "running ${BINARY}/dist_app failed: ${rc}")
+  endif()
 endif()
