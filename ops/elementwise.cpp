@@ -10,13 +10,13 @@
 
 namespace tg {
 
-namespace {
-
-void need_float(const Tensor& t, const char* op, const char* which = "input") {
+void need_float(const Tensor& t, const char* op, const char* which) {
     if (!t.defined()) fail("input", op, ": ", which, " is undefined");
     if (!is_float(t.dtype()))
         fail("dtype", op, ": needs a float tensor, got ", dtype_name(t.dtype()), " ", shape_str(t.shape()), " as ", which);
 }
+
+namespace {
 
 // Element strides of a contiguous tensor of shape `s` read as shape `out` (right-aligned,
 // stride 0 on the axes it is broadcast along).

@@ -8,6 +8,9 @@
 
 namespace tg {
 
+// Fails unless t is a defined float tensor; the error names `op` and which input it is.
+void need_float(const Tensor& t, const char* op, const char* which = "input");
+
 // The NumPy broadcast of two shapes; the error names `op` and both shapes.
 Shape broadcast_shapes(const Shape& a, const Shape& b, const std::string& op);
 

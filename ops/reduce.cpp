@@ -12,11 +12,6 @@ namespace tg {
 
 namespace {
 
-void need_float(const Tensor& t, const char* op) {
-    if (!t.defined()) fail("input", op, ": input is undefined");
-    if (!is_float(t.dtype())) fail("dtype", op, ": needs a float tensor, got ", dtype_name(t.dtype()), " ", shape_str(t.shape()));
-}
-
 // The scalar forms of simd_reduce::Kernels (the table simd_reduce::scalar), in the same order
 // of additions as the vector ones.
 void sum_rows_f32(const float* x, std::int64_t rows, std::int64_t len, double* out) {
