@@ -131,15 +131,19 @@ struct PhasePlane {
             for (std::int64_t p = 0; p < s && p < XL; ++p)
                 for (std::int64_t q = 0, x = p; x < XL; ++q, x += s) pm[phase_off[p] + q] = plane[x];
     }
-    // plane = pm (add = false) or plane += pm (add = true), back in natural order.
+    // plane = pm (add = false) or plane += pm (add = true), back in natural order, on rows
+    // [r0, r1) of the plane (default all).
     template <class T>
-    void from_phase_major(const T* pm, T* plane, bool add = false) const {
+    void from_phase_major(const T* pm, T* plane, bool add = false, std::int64_t r0 = 0, std::int64_t r1 = -1) const {
+        if (r1 < 0) r1 = rows_i;
+        plane += r0 * XL;
+        pm += r0 * XL;
         if (s == 2 && XL % 2 == 0) {  // two equal phase rows: one vector interleave per row
-            for (std::int64_t r = 0; r < rows_i; ++r, plane += XL, pm += XL)
+            for (std::int64_t r = r0; r < r1; ++r, plane += XL, pm += XL)
                 vec::interleave2(XL / 2, pm, pm + XL / 2, plane, add);
             return;
         }
-        for (std::int64_t r = 0; r < rows_i; ++r, plane += XL, pm += XL)
+        for (std::int64_t r = r0; r < r1; ++r, plane += XL, pm += XL)
             for (std::int64_t p = 0; p < s && p < XL; ++p)
                 for (std::int64_t q = 0, x = p; x < XL; ++q, x += s)
                     plane[x] = add ? plane[x] + pm[phase_off[p] + q] : pm[phase_off[p] + q];

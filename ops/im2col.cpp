@@ -139,6 +139,14 @@ void col2im(const ConvGeometry& g, const T* col, const ColTile& tile, std::int64
                 if (lo < hi) runs.push_back({kf * cols + at + lo, off + pp.phase_index(a0 + lo, kbase), hi - lo});
             });
         }
+        // The plane rows the runs reach: a tile of part of an image reaches a band of them,
+        // and only that band of the phase-major copy is zeroed and added back.
+        std::int64_t lo = ax.Xn, hi = 0;
+        for (const vec::Run& r : runs) {
+            lo = std::min(lo, r.dst);
+            hi = std::max(hi, r.dst + r.len);
+        }
+        const std::int64_t row0 = lo / pp.XL, row1 = hi <= lo ? row0 : (hi - 1) / pp.XL + 1;
         Buffer<T> pm(pp.identity ? 0 : ax.Xn);
         for (std::int64_t ni = ni0; ni < ni1; ++ni)
             for (std::int64_t i = i0; i < i1; ++i) {
@@ -148,9 +156,9 @@ void col2im(const ConvGeometry& g, const T* col, const ColTile& tile, std::int64
                     vec::add_runs(runs.data(), static_cast<std::int64_t>(runs.size()), src, xc);
                     continue;
                 }
-                std::fill_n(pm.data(), ax.Xn, T(0));
+                std::fill(pm.data() + row0 * pp.XL, pm.data() + row1 * pp.XL, T(0));
                 vec::add_runs(runs.data(), static_cast<std::int64_t>(runs.size()), src, pm.data());
-                pp.from_phase_major(pm.data(), xc, true);
+                pp.from_phase_major(pm.data(), xc, true, row0, row1);
             }
         return;
     }

@@ -118,6 +118,11 @@ TEST_CASE("vector kernels (axpy, fma, dot) match plain loops at every instructio
             for (std::int64_t i = 0; i < n; ++i) want_acc[i] += af[i];
             for (std::int64_t i = 0; i < h; ++i) want_acc[n - h + i] += af[h + i];
             CHECK(acc == want_acc);
+            std::vector<double> accd(y), want_accd(y);
+            vec::add_runs(runs, 2, a.data(), accd.data());
+            for (std::int64_t i = 0; i < n; ++i) want_accd[i] += a[i];
+            for (std::int64_t i = 0; i < h; ++i) want_accd[n - h + i] += a[h + i];
+            CHECK(accd == want_accd);
             std::vector<float> inter(2 * n, -1.f);
             vec::interleave2(n, af.data(), bf.data(), inter.data());
             for (std::int64_t i = 0; i < n; ++i) {
