@@ -60,11 +60,11 @@ bool use_phases(const ConvGeometry& g) {
 // Tiles depend on the team only through these two, and only where that does not change a
 // result's bits (see run_kernel).
 constexpr std::int64_t kTileCacheBytes = std::int64_t{1} << 20;
-constexpr std::int64_t kMinTileCols = 512;
+constexpr std::int64_t kMinTileCols = 512, kMinPackedTileCols = 128;
 
-std::int64_t tile_cols(std::int64_t bytes_per_col, int nbuf) {
+std::int64_t tile_cols(std::int64_t bytes_per_col, int nbuf, std::int64_t min_cols) {
     const std::int64_t per_col = std::max<std::int64_t>(1, bytes_per_col);
-    const std::int64_t cache_cols = std::max(kMinTileCols, kTileCacheBytes / per_col);
+    const std::int64_t cache_cols = std::max(min_cols, kTileCacheBytes / per_col);
     return std::max<std::int64_t>(1, std::min(cache_cols, conv_workspace_bytes() / (per_col * nbuf)));
 }
 
@@ -152,6 +152,7 @@ struct Step {
     const ConvGeometry& g;
     const OSide<T>& os;
     T *x, *o, *wm;  // i-side, o-side, weight matrix in col's row order (see run_kernel)
+    const std::vector<PackedA<T>>* packed;  // NCX forward/transposed: each group's weight, packed once
 };
 
 // One group of one tile, run by thread `t` of a team of `nt` threads. Threads split the
@@ -193,7 +194,8 @@ void group_step(const Step<T>& s, const ColTile& tile, std::int64_t grp, T* col,
                                PanelLayout{1, width, width * kc});
                     zero_panel_tail(dst, n, width, kc);
                 };
-                gemm_from<T>(false, Og, c1 - c0, R, T(1), wg, R, panel_source<T>(cols), T(0), om + c0, ldo);
+                gemm_from<T>((*s.packed)[static_cast<std::size_t>(grp)], c1 - c0, T(1), panel_source<T>(cols), T(0), om + c0,
+                             ldo);
                 if (staged) {
                     barrier();
                     s.os.scatter(stage, tile, grp, s.o, part(Og, t, nt), part(Og, t + 1, nt));
@@ -204,7 +206,7 @@ void group_step(const Step<T>& s, const ColTile& tile, std::int64_t grp, T* col,
             break;
         case Kind::Transposed: {
             if (!nxc)  // col[R × c] = Wm_gᵀ[R × Og] · u_g[Og × c]
-                gemm<T>(true, false, R, c1 - c0, Og, T(1), wg, R, om + c0, ldo, T(0), col + c0, C);
+                gemm<T>((*s.packed)[static_cast<std::size_t>(grp)], false, c1 - c0, T(1), om + c0, ldo, T(0), col + c0, C);
             else  // col[c × R] = u_g[c × Og] · Wk_g[Og × R]
                 gemm<T>(false, false, c1 - c0, R, Og, T(1), om + c0 * ldo, ldo, wg, R, T(0), col + c0 * R, R);
             barrier();
@@ -275,11 +277,15 @@ void run_kernel(Kind kind, const ConvGeometry& g, T* x, T* o, T* w) {
     //  - by groups (grouped and depthwise layers): tiles one after another, each thread
     //    takes whole groups with buffers of its own.
     //  - together: the whole team works on one group of one tile at a time (group_step).
-    const bool independent = kind == Kind::Forward || (kind == Kind::Transposed && P <= tile_cols(bytes_per_col, nt));
+    // The weight is packed once per call where it is the GEMM's A (NCX forward and transposed),
+    // so tiles there need only a few micro-tiles' columns.
+    const std::int64_t min_cols = !nxc && kind != Kind::WeightGrad ? kMinPackedTileCols : kMinTileCols;
+    const bool independent =
+        kind == Kind::Forward || (kind == Kind::Transposed && P <= tile_cols(bytes_per_col, nt, min_cols));
     const bool by_group = nt > 1 && G >= nt;
     const bool own_buffers = nt > 1 && (independent || by_group);
     const int nbuf = own_buffers ? nt : 1;
-    const std::int64_t cols = tile_cols(bytes_per_col, nbuf);
+    const std::int64_t cols = tile_cols(bytes_per_col, nbuf, min_cols);
     const std::vector<ColTile> tiles = make_tiles(g.N, P, cols, independent ? nt : 1);
     const bool by_units = nt > 1 && independent && static_cast<std::int64_t>(tiles.size()) * G >= nt;
     std::int64_t max_cols = 0, max_nb = 0;
@@ -300,8 +306,14 @@ void run_kernel(Kind kind, const ConvGeometry& g, T* x, T* o, T* w) {
         }
         wm = wk.data();
     }
+    // NCX forward and transposed: the weight is the GEMM's A in every tile; packed once here.
+    std::vector<PackedA<T>> packed;
+    if (!nxc && kind != Kind::WeightGrad)
+        for (std::int64_t grp = 0; grp < G; ++grp)
+            packed.emplace_back(kind == Kind::Transposed, kind == Kind::Transposed ? R : Og, kind == Kind::Transposed ? Og : R,
+                                w + grp * Og * R, R);
     const OSide<T> os{g, P};
-    const Step<T> s{kind, g, os, x, o, wm};
+    const Step<T> s{kind, g, os, x, o, wm, &packed};
     if (nt == 1) {
         for (const ColTile& tile : tiles)
             for (std::int64_t grp = 0; grp < G; ++grp) group_step(s, tile, grp, col.data(), stage.data(), 0, 1);
