@@ -57,8 +57,10 @@ void blas_call(bool ta, bool tb, int M, int N, int K, T alpha, const T* A, int l
 #ifndef TAPEGRAD_GEMM_OPENBLAS
     if constexpr (std::is_same_v<T, float>) {
         switch (simd::active()) {
-            case simd::Isa::avx512: simd_gemm::sgemm_avx512(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc); return;
-            case simd::Isa::avx2: simd_gemm::sgemm_avx2(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc); return;
+            case simd::Isa::avx512:
+                simd_gemm::sgemm_avx512(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, nullptr);
+                return;
+            case simd::Isa::avx2: simd_gemm::sgemm_avx2(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, nullptr); return;
             case simd::Isa::scalar: break;
         }
     }
@@ -111,8 +113,10 @@ void gemm_from_impl(bool ta, std::int64_t M, std::int64_t N, std::int64_t K, T a
     if constexpr (std::is_same_v<T, float>) {
         const simd_gemm::PanelSource src{b.pack, b.ctx};
         switch (simd::active()) {
-            case simd::Isa::avx512: simd_gemm::sgemm_avx512_from(ta, M, N, K, alpha, A, lda, src, beta, C, ldc); return;
-            case simd::Isa::avx2: simd_gemm::sgemm_avx2_from(ta, M, N, K, alpha, A, lda, src, beta, C, ldc); return;
+            case simd::Isa::avx512:
+                simd_gemm::sgemm_avx512_from(ta, M, N, K, alpha, A, lda, src, beta, C, ldc, nullptr);
+                return;
+            case simd::Isa::avx2: simd_gemm::sgemm_avx2_from(ta, M, N, K, alpha, A, lda, src, beta, C, ldc, nullptr); return;
             case simd::Isa::scalar: break;
         }
     }
@@ -136,6 +140,71 @@ void gemm_from<double>(bool ta, std::int64_t M, std::int64_t N, std::int64_t K, 
                        std::int64_t lda, const PanelSource<double>& b, double beta, double* C, std::int64_t ldc) {
     gemm_from_impl(ta, M, N, K, alpha, A, lda, b, beta, C, ldc);
 }
+
+template <class T>
+PackedA<T>::PackedA(bool trans, std::int64_t M, std::int64_t K, const T* A, std::int64_t lda)
+    : trans_(trans), M_(M), K_(K), A_(A), lda_(lda) {
+#ifndef TAPEGRAD_GEMM_OPENBLAS
+    if constexpr (std::is_same_v<T, float>) {
+        if (M <= 0 || K <= 0) return;
+        switch (simd::active()) {
+            case simd::Isa::avx512:
+                packed_ = Buffer<float>(simd_gemm::sgemm_avx512_packed_a_size(M, K));
+                simd_gemm::sgemm_avx512_pack_a(trans, M, K, A, lda, packed_.data());
+                arch_ = 2;
+                break;
+            case simd::Isa::avx2:
+                packed_ = Buffer<float>(simd_gemm::sgemm_avx2_packed_a_size(M, K));
+                simd_gemm::sgemm_avx2_pack_a(trans, M, K, A, lda, packed_.data());
+                arch_ = 1;
+                break;
+            case simd::Isa::scalar: break;
+        }
+    }
+#endif
+}
+template class PackedA<float>;
+template class PackedA<double>;
+
+template <class T>
+void gemm(const PackedA<T>& a, bool tb, std::int64_t N, T alpha, const T* B, std::int64_t ldb, T beta, T* C,
+          std::int64_t ldc) {
+    if (a.M_ == 0 || N == 0) return;
+    if constexpr (std::is_same_v<T, float>) {
+        if (a.arch_ == 2)
+            return simd_gemm::sgemm_avx512(a.trans_, tb, a.M_, N, a.K_, alpha, a.A_, a.lda_, B, ldb, beta, C, ldc,
+                                           a.packed_.data());
+        if (a.arch_ == 1)
+            return simd_gemm::sgemm_avx2(a.trans_, tb, a.M_, N, a.K_, alpha, a.A_, a.lda_, B, ldb, beta, C, ldc,
+                                         a.packed_.data());
+    }
+    blas_call(a.trans_, tb, fit_int(a.M_, "M"), fit_int(N, "N"), fit_int(a.K_, "K"), alpha, a.A_, fit_int(a.lda_, "lda"), B,
+              fit_int(ldb, "ldb"), beta, C, fit_int(ldc, "ldc"));
+}
+
+template <class T>
+void gemm_from(const PackedA<T>& a, std::int64_t N, T alpha, const PanelSource<T>& b, T beta, T* C, std::int64_t ldc) {
+    if (a.M_ == 0 || N == 0) return;
+    if constexpr (std::is_same_v<T, float>) {
+        const simd_gemm::PanelSource src{b.pack, b.ctx};
+        if (a.arch_ == 2)
+            return simd_gemm::sgemm_avx512_from(a.trans_, a.M_, N, a.K_, alpha, a.A_, a.lda_, src, beta, C, ldc,
+                                                a.packed_.data());
+        if (a.arch_ == 1)
+            return simd_gemm::sgemm_avx2_from(a.trans_, a.M_, N, a.K_, alpha, a.A_, a.lda_, src, beta, C, ldc,
+                                              a.packed_.data());
+    }
+    gemm_from<T>(a.trans_, a.M_, N, a.K_, alpha, a.A_, a.lda_, b, beta, C, ldc);
+}
+
+template void gemm<float>(const PackedA<float>&, bool, std::int64_t, float, const float*, std::int64_t, float, float*,
+                          std::int64_t);
+template void gemm<double>(const PackedA<double>&, bool, std::int64_t, double, const double*, std::int64_t, double,
+                           double*, std::int64_t);
+template void gemm_from<float>(const PackedA<float>&, std::int64_t, float, const PanelSource<float>&, float, float*,
+                               std::int64_t);
+template void gemm_from<double>(const PackedA<double>&, std::int64_t, double, const PanelSource<double>&, double,
+                                double*, std::int64_t);
 
 void set_num_threads(int n) {
     if (n < 1) fail("threads", "set_num_threads: thread count ", n, " must be >= 1");

@@ -3,6 +3,8 @@
 #pragma once
 #include <cstdint>
 
+#include "tapegrad/core/workspace.hpp"
+
 namespace tg {
 
 // C[M×N] = alpha · op(A) · op(B) + beta · C, row-major, op = transpose when the flag is set.
@@ -36,6 +38,39 @@ PanelSource<T> panel_source(const F& f) {
 template <class T>
 void gemm_from(bool trans_a, std::int64_t M, std::int64_t N, std::int64_t K, T alpha, const T* A, std::int64_t lda,
                const PanelSource<T>& b, T beta, T* C, std::int64_t ldc);
+
+// op(A) [M × K] packed once for several GEMMs that share it (a convolution's weight, used
+// by every tile of a batch), so that each of them skips packing A. Only tapegrad's own f32
+// GEMM packs; on OpenBLAS (f64, f32 without AVX2, the openblas build) it just keeps A, which
+// must outlive it either way.
+template <class T>
+class PackedA {
+public:
+    PackedA(bool trans, std::int64_t M, std::int64_t K, const T* A, std::int64_t lda);
+    bool trans() const { return trans_; }
+    std::int64_t rows() const { return M_; }
+    std::int64_t depth() const { return K_; }
+
+private:
+    template <class U>
+    friend void gemm(const PackedA<U>&, bool, std::int64_t, U, const U*, std::int64_t, U, U*, std::int64_t);
+    template <class U>
+    friend void gemm_from(const PackedA<U>&, std::int64_t, U, const PanelSource<U>&, U, U*, std::int64_t);
+    bool trans_;
+    std::int64_t M_, K_;
+    const T* A_;
+    std::int64_t lda_;
+    int arch_ = 0;          // the instruction set that packed it (0: not packed)
+    Buffer<float> packed_;  // the GEMM kernel's packed layout
+};
+
+// C[M×N] = alpha · op(A) · op(B) + beta · C, and the same with B from a PanelSource, for a
+// packed A. Single-threaded (callers split the work).
+template <class T>
+void gemm(const PackedA<T>& a, bool trans_b, std::int64_t N, T alpha, const T* B, std::int64_t ldb, T beta, T* C,
+          std::int64_t ldc);
+template <class T>
+void gemm_from(const PackedA<T>& a, std::int64_t N, T alpha, const PanelSource<T>& b, T beta, T* C, std::int64_t ldc);
 
 // Threads used by GEMM and by tapegrad's loops (at least 1): one OpenMP team; OpenBLAS
 // itself stays single-threaded. Defaults to the core count, or TAPEGRAD_NUM_THREADS when

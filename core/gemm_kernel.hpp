@@ -65,6 +65,17 @@ inline void pack_a(bool trans, std::int64_t m, std::int64_t kc, const float* a, 
         pack_panel<MR>(trans, kc, m - i0 < MR ? m - i0 : MR, trans ? a + i0 : a + i0 * lda, lda, dst);
 }
 
+// All of op(A) [M × K] packed for sgemm_blocked's `a_packed`: for each KC block of k, the
+// MR-row panels of all M rows (padded to Mpad = ⌈M/MR⌉·MR), so block pc starts at pc·Mpad
+// and rows [ic, ..) of it at pc·Mpad + ic·kc. Mpad·K floats.
+template <class Arch>
+void pack_a_all(bool ta, std::int64_t M, std::int64_t K, const float* a, std::int64_t lda, float* dst) {
+    using P = Params<Arch>;
+    const std::int64_t Mpad = (M + P::MR - 1) / P::MR * P::MR;
+    for (std::int64_t pc = 0; pc < K; pc += P::KC)
+        pack_a<P::MR>(ta, M, K - pc < P::KC ? K - pc : P::KC, ta ? a + pc * lda : a + pc, lda, dst + pc * Mpad);
+}
+
 // dst[q][k][c]: the NR-column panels of columns [0, n) of op(B), k in [0, kc).
 template <int NR>
 inline void pack_b(bool trans, std::int64_t kc, std::int64_t n, const float* b, std::int64_t ldb, float* dst) {
@@ -124,9 +135,11 @@ inline void micro_kernel(std::int64_t kc, const float* __restrict a, const float
 // The blocked GEMM; pack_b(k0, kc, j0, n, dst) packs op(B)[k0 .. k0+kc)[j0 .. j0+n) as
 // NR-wide micro-panels. With `whole_blocks`, B is always packed a KC × NC block at a time
 // (a B made on demand, e.g. by im2col, is cheaper to make in long runs than panel by panel).
+// `a_packed`, if not null, is op(A) already packed by pack_a_all (A and lda are then unused).
 template <class Arch, bool whole_blocks = false, class PackB>
 void sgemm_blocked(bool ta, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
-                   std::int64_t lda, const PackB& pack_b_block, float beta, float* C, std::int64_t ldc) {
+                   std::int64_t lda, const PackB& pack_b_block, float beta, float* C, std::int64_t ldc,
+                   const float* a_packed) {
     using P = Params<Arch>;
     constexpr int MR = P::MR, NR = P::NR;
     if (M <= 0 || N <= 0) return;
@@ -135,6 +148,7 @@ void sgemm_blocked(bool ta, std::int64_t M, std::int64_t N, std::int64_t K, floa
             for (std::int64_t j = 0; j < N; ++j) C[i * ldc + j] = beta == 0.f ? 0.f : beta * C[i * ldc + j];
         return;
     }
+    const std::int64_t Mpad = (M + MR - 1) / MR * MR;  // rows of a KC block of pack_a_all's result
     const std::int64_t nc_max = N < P::NC ? N : P::NC;
     const std::int64_t kc_max = K < P::KC ? K : P::KC;
     // The A block and a single B micro-panel live in per-thread buffers kept for the thread's
@@ -152,14 +166,15 @@ void sgemm_blocked(bool ta, std::int64_t M, std::int64_t N, std::int64_t K, floa
             if (M <= P::MC) {
                 // One block of A: pack it once, then each B micro-panel right before the
                 // micro-kernels that use it, so packed B never leaves L1 (or the whole block).
-                pack_a<MR>(ta, M, kc, ta ? A + pc * lda : A + pc, lda, ap_data);
+                const float* ap = a_packed ? a_packed + pc * Mpad : ap_data;
+                if (!a_packed) pack_a<MR>(ta, M, kc, ta ? A + pc * lda : A + pc, lda, ap_data);
                 if (!panel_at_a_time) pack_b_block(pc, kc, jc, nc, bp_data);
                 for (std::int64_t jr = 0; jr < nc; jr += NR) {
                     const std::int64_t n = nc - jr < NR ? nc - jr : NR;
                     if (panel_at_a_time) pack_b_block(pc, kc, jc + jr, n, bp_data);
                     const float* bpanel = panel_at_a_time ? bp_data : bp_data + jr * kc;
                     for (std::int64_t ir = 0; ir < M; ir += MR)
-                        micro_kernel<Arch>(kc, ap_data + ir * kc, bpanel, C + ir * ldc + jc + jr, ldc, alpha, bet,
+                        micro_kernel<Arch>(kc, ap + ir * kc, bpanel, C + ir * ldc + jc + jr, ldc, alpha, bet,
                                            static_cast<int>(M - ir < MR ? M - ir : MR), static_cast<int>(n));
                 }
                 continue;
@@ -167,14 +182,14 @@ void sgemm_blocked(bool ta, std::int64_t M, std::int64_t N, std::int64_t K, floa
             pack_b_block(pc, kc, jc, nc, bp_data);
             for (std::int64_t ic = 0; ic < M; ic += P::MC) {
                 const std::int64_t mc = M - ic < P::MC ? M - ic : P::MC;
-                const float* asrc = ta ? A + pc * lda + ic : A + ic * lda + pc;
-                pack_a<MR>(ta, mc, kc, asrc, lda, ap_data);
+                const float* ap = a_packed ? a_packed + pc * Mpad + ic * kc : ap_data;
+                if (!a_packed) pack_a<MR>(ta, mc, kc, ta ? A + pc * lda + ic : A + ic * lda + pc, lda, ap_data);
                 for (std::int64_t jr = 0; jr < nc; jr += NR) {
                     const int n = static_cast<int>(nc - jr < NR ? nc - jr : NR);
                     const float* bpanel = bp_data + jr * kc;
                     for (std::int64_t ir = 0; ir < mc; ir += MR) {
                         const int m = static_cast<int>(mc - ir < MR ? mc - ir : MR);
-                        micro_kernel<Arch>(kc, ap_data + ir * kc, bpanel, C + (ic + ir) * ldc + jc + jr, ldc, alpha,
+                        micro_kernel<Arch>(kc, ap + ir * kc, bpanel, C + (ic + ir) * ldc + jc + jr, ldc, alpha,
                                            bet, m, n);
                     }
                 }
@@ -185,33 +200,42 @@ void sgemm_blocked(bool ta, std::int64_t M, std::int64_t N, std::int64_t K, floa
 
 template <class Arch>
 void sgemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
-           std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc) {
+           std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc,
+           const float* a_packed) {
     auto pack = [&](std::int64_t k0, std::int64_t kc, std::int64_t j0, std::int64_t n, float* dst) {
         pack_b<Params<Arch>::NR>(tb, kc, n, tb ? B + j0 * ldb + k0 : B + k0 * ldb + j0, ldb, dst);
     };
-    sgemm_blocked<Arch>(ta, M, N, K, alpha, A, lda, pack, beta, C, ldc);
+    sgemm_blocked<Arch>(ta, M, N, K, alpha, A, lda, pack, beta, C, ldc, a_packed);
 }
 
 template <class Arch>
 void sgemm_from(bool ta, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
-                std::int64_t lda, const PanelSource& b, float beta, float* C, std::int64_t ldc) {
+                std::int64_t lda, const PanelSource& b, float beta, float* C, std::int64_t ldc, const float* a_packed) {
     auto pack = [&](std::int64_t k0, std::int64_t kc, std::int64_t j0, std::int64_t n, float* dst) {
         b.pack(b.ctx, k0, kc, j0, n, Params<Arch>::NR, dst);
     };
-    sgemm_blocked<Arch, true>(ta, M, N, K, alpha, A, lda, pack, beta, C, ldc);
+    sgemm_blocked<Arch, true>(ta, M, N, K, alpha, A, lda, pack, beta, C, ldc, a_packed);
 }
 
 }  // namespace tg::simd_gemm
 
-// Instantiates the GEMM entry point for one architecture (used once per arch .cpp).
+// Instantiates the GEMM entry points for one architecture (used once per arch .cpp).
 #define TG_INSTANTIATE_SGEMM(ARCH, NAME)                                                                         \
     void tg::simd_gemm::NAME(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha,        \
                              const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float beta,      \
-                             float* C, std::int64_t ldc) {                                                         \
-        sgemm<ARCH>(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);                                         \
+                             float* C, std::int64_t ldc, const float* a_packed) {                                  \
+        sgemm<ARCH>(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, a_packed);                               \
     }                                                                                                              \
     void tg::simd_gemm::NAME##_from(bool ta, std::int64_t M, std::int64_t N, std::int64_t K, float alpha,          \
                                     const float* A, std::int64_t lda, const PanelSource& b, float beta, float* C,  \
-                                    std::int64_t ldc) {                                                            \
-        sgemm_from<ARCH>(ta, M, N, K, alpha, A, lda, b, beta, C, ldc);                                             \
+                                    std::int64_t ldc, const float* a_packed) {                                     \
+        sgemm_from<ARCH>(ta, M, N, K, alpha, A, lda, b, beta, C, ldc, a_packed);                                   \
+    }                                                                                                              \
+    std::int64_t tg::simd_gemm::NAME##_packed_a_size(std::int64_t M, std::int64_t K) {                             \
+        constexpr std::int64_t MR = Params<ARCH>::MR;                                                              \
+        return (M + MR - 1) / MR * MR * K;                                                                         \
+    }                                                                                                              \
+    void tg::simd_gemm::NAME##_pack_a(bool ta, std::int64_t M, std::int64_t K, const float* A, std::int64_t lda,   \
+                                      float* dst) {                                                                \
+        pack_a_all<ARCH>(ta, M, K, A, lda, dst);                                                                   \
     }

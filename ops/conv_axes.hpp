@@ -131,17 +131,41 @@ struct PhasePlane {
             for (std::int64_t p = 0; p < s && p < XL; ++p)
                 for (std::int64_t q = 0, x = p; x < XL; ++q, x += s) pm[phase_off[p] + q] = plane[x];
     }
-    // plane = pm (add = false) or plane += pm (add = true), back in natural order.
+    // A part of the plane: rows [r0, r1), and in each of them last-axis positions [x0, x1),
+    // where x0 is a multiple of s and x1 one too or XL (see band()).
+    struct Band {
+        std::int64_t r0, r1, x0, x1;
+    };
+    Band whole() const { return {0, rows_i, 0, XL}; }
+
+    // pm = 0 on a band, in phase-major order.
+    template <class T>
+    void zero(T* pm, const Band& b) const {
+        for (std::int64_t r = b.r0; r < b.r1; ++r)
+            for (std::int64_t p = 0; p < s && p < b.x1; ++p) {
+                T* row = pm + r * XL + phase_off[static_cast<std::size_t>(p)];
+                std::fill(row + b.x0 / s, row + (b.x1 - p + s - 1) / s, T(0));
+            }
+    }
+
+    // plane = pm (add = false) or plane += pm (add = true), back in natural order, on a band
+    // (default the whole plane).
     template <class T>
     void from_phase_major(const T* pm, T* plane, bool add = false) const {
+        from_phase_major(pm, plane, add, whole());
+    }
+    template <class T>
+    void from_phase_major(const T* pm, T* plane, bool add, const Band& b) const {
+        plane += b.r0 * XL;
+        pm += b.r0 * XL;
         if (s == 2 && XL % 2 == 0) {  // two equal phase rows: one vector interleave per row
-            for (std::int64_t r = 0; r < rows_i; ++r, plane += XL, pm += XL)
-                vec::interleave2(XL / 2, pm, pm + XL / 2, plane, add);
+            for (std::int64_t r = b.r0; r < b.r1; ++r, plane += XL, pm += XL)
+                vec::interleave2((b.x1 - b.x0) / 2, pm + b.x0 / 2, pm + XL / 2 + b.x0 / 2, plane + b.x0, add);
             return;
         }
-        for (std::int64_t r = 0; r < rows_i; ++r, plane += XL, pm += XL)
+        for (std::int64_t r = b.r0; r < b.r1; ++r, plane += XL, pm += XL)
             for (std::int64_t p = 0; p < s && p < XL; ++p)
-                for (std::int64_t q = 0, x = p; x < XL; ++q, x += s)
+                for (std::int64_t q = b.x0 / s, x = p + b.x0; x < b.x1; ++q, x += s)
                     plane[x] = add ? plane[x] + pm[phase_off[p] + q] : pm[phase_off[p] + q];
     }
 

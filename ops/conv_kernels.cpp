@@ -47,23 +47,42 @@ bool use_phases(const ConvGeometry& g) {
     return g.Ig >= 32;
 }
 
-// Whole images per tile when an image's columns fit the budget (one big GEMM over several
-// small images), otherwise chunks of positions within one image.
-// Column buffers are also kept to a size that stays in the last-level cache between the GEMM
-// that writes them and the col2im that reads them (measured: at N = 64 a 36 MiB buffer made
-// dcgan_g2 20% slower per image than at N = 16).
-constexpr std::int64_t kColCacheBytes = std::int64_t{8} << 20;
+// The batch is cut into tiles of columns (positions of whole images, or chunks of one
+// image's positions) whose buffers stay in a core's L2 cache: the columns (R per column)
+// and the staged o-side or result (Og per column). Tiles do not grow with N, so neither
+// does the time per image (measured: with 8 MiB tiles, at N = 64 dcgan_g2's forward spent
+// 18% more per image than at N = 16, dcgan_g4 20%; L2-sized tiles also made dcgan_g4's
+// transposed convolution 30% faster at any N). A tile has at least kMinTileCols columns
+// all the same: the GEMM packs the weight again for every tile, and with fewer columns
+// that packing shows (dcgan_g1, R = 4096: 1.5x slower at 56 columns).
+// `bytes_per_col` is one thread's; with `nbuf` threads holding buffers of their own, the
+// workspace budget, never exceeded, is shared between them. `multiple`: make the count of
+// tiles a multiple of it where the batch allows (so that a team can take whole tiles).
+// Tiles depend on the team only through these two, and only where that does not change a
+// result's bits (see run_kernel).
+constexpr std::int64_t kTileCacheBytes = std::int64_t{1} << 20;
+constexpr std::int64_t kMinTileCols = 512, kMinPackedTileCols = 128;
 
-std::vector<ColTile> make_tiles(std::int64_t N, std::int64_t P, std::int64_t bytes_per_col) {
-    const std::int64_t budget = std::min(conv_workspace_bytes(), kColCacheBytes);
-    const std::int64_t budget_cols = std::max<std::int64_t>(1, budget / std::max<std::int64_t>(1, bytes_per_col));
+std::int64_t tile_cols(std::int64_t bytes_per_col, int nbuf, std::int64_t min_cols) {
+    const std::int64_t per_col = std::max<std::int64_t>(1, bytes_per_col);
+    const std::int64_t cache_cols = std::max(min_cols, kTileCacheBytes / per_col);
+    return std::max<std::int64_t>(1, std::min(cache_cols, conv_workspace_bytes() / (per_col * nbuf)));
+}
+
+std::vector<ColTile> make_tiles(std::int64_t N, std::int64_t P, std::int64_t cols, std::int64_t multiple) {
     std::vector<ColTile> tiles;
-    if (P <= budget_cols) {
-        const std::int64_t per = std::max<std::int64_t>(1, budget_cols / P);
-        for (std::int64_t n = 0; n < N; n += per) tiles.push_back({n, std::min(per, N - n), 0, P});
-    } else {
+    if (P <= cols) {  // whole images, as few tiles as the size allows, all of about one size
+        std::int64_t count = (N + cols / P - 1) / (cols / P);
+        count = std::min(N, (count + multiple - 1) / multiple * multiple);
+        for (std::int64_t t = 0; t < count; ++t) {
+            const std::int64_t n0 = N * t / count, n1 = N * (t + 1) / count;
+            tiles.push_back({n0, n1 - n0, 0, P});
+        }
+    } else {  // chunks of one image's positions, of about one size
+        std::int64_t count = (P + cols - 1) / cols;
+        while ((N * count) % multiple != 0 && count < P) ++count;
         for (std::int64_t n = 0; n < N; ++n)
-            for (std::int64_t p = 0; p < P; p += budget_cols) tiles.push_back({n, 1, p, std::min(P, p + budget_cols)});
+            for (std::int64_t t = 0; t < count; ++t) tiles.push_back({n, 1, P * t / count, P * (t + 1) / count});
     }
     return tiles;
 }
@@ -134,6 +153,7 @@ struct Step {
     const ConvGeometry& g;
     const OSide<T>& os;
     T *x, *o, *wm;  // i-side, o-side, weight matrix in col's row order (see run_kernel)
+    const std::vector<PackedA<T>>* packed;  // NCX forward/transposed: each group's weight, packed once
 };
 
 // One group of one tile, run by thread `t` of a team of `nt` threads. Threads split the
@@ -175,7 +195,8 @@ void group_step(const Step<T>& s, const ColTile& tile, std::int64_t grp, T* col,
                                PanelLayout{1, width, width * kc});
                     zero_panel_tail(dst, n, width, kc);
                 };
-                gemm_from<T>(false, Og, c1 - c0, R, T(1), wg, R, panel_source<T>(cols), T(0), om + c0, ldo);
+                gemm_from<T>((*s.packed)[static_cast<std::size_t>(grp)], c1 - c0, T(1), panel_source<T>(cols), T(0), om + c0,
+                             ldo);
                 if (staged) {
                     barrier();
                     s.os.scatter(stage, tile, grp, s.o, part(Og, t, nt), part(Og, t + 1, nt));
@@ -186,7 +207,7 @@ void group_step(const Step<T>& s, const ColTile& tile, std::int64_t grp, T* col,
             break;
         case Kind::Transposed: {
             if (!nxc)  // col[R × c] = Wm_gᵀ[R × Og] · u_g[Og × c]
-                gemm<T>(true, false, R, c1 - c0, Og, T(1), wg, R, om + c0, ldo, T(0), col + c0, C);
+                gemm<T>((*s.packed)[static_cast<std::size_t>(grp)], false, c1 - c0, T(1), om + c0, ldo, T(0), col + c0, C);
             else  // col[c × R] = u_g[c × Og] · Wk_g[Og × R]
                 gemm<T>(false, false, c1 - c0, R, Og, T(1), om + c0 * ldo, ldo, wg, R, T(0), col + c0 * R, R);
             barrier();
@@ -242,18 +263,39 @@ void run_kernel(Kind kind, const ConvGeometry& g, T* x, T* o, T* w) {
     }
     const std::int64_t P = g.out_numel(), R = g.R(), Og = g.Og, G = g.G;
     const bool nxc = g.layout == Layout::NXC;
-    const int nt = num_threads();
-    // Many groups (grouped and depthwise layers): each thread takes whole groups with its
-    // own buffers. Few groups: the whole team works on one group at a time.
-    const bool by_group = nt > 1 && G >= nt;
-    const int nbuf = by_group ? nt : 1;
+    // One team for the whole call, if the call is worth one (a team costs a fork, barriers
+    // and a join, and on a busy machine a descheduled thread stalls its team): below ~1 ms
+    // of single-core work everything runs on the calling thread.
+    const int nt = team_size(2.0 * g.macs(), kTeamMinFlops);
     const bool uses_col = nxc || kind == Kind::Transposed;  // NCX im2col feeds the GEMM directly
-    const std::int64_t bytes_per_col = static_cast<std::int64_t>(sizeof(T)) * ((uses_col ? R : 0) + (nxc ? 0 : Og)) * nbuf;
-    const std::vector<ColTile> tiles = make_tiles(g.N, P, bytes_per_col);
-    std::int64_t max_cols = 0;
-    for (const ColTile& t : tiles) max_cols = std::max(max_cols, t.cols());
+    const std::int64_t bytes_per_col = static_cast<std::int64_t>(sizeof(T)) * ((uses_col ? R : 0) + (nxc ? 0 : Og));
+    // How a team shares the work:
+    //  - by units: each thread takes whole (tile, group) units with buffers of its own, no
+    //    barriers. Possible where units write disjoint outputs: the forward kernel's tiles,
+    //    the transposed kernel's tiles of whole images (chunks of one image overlap in it).
+    //    Their results do not depend on the tiling, so the tile count can be a multiple of
+    //    the team.
+    //  - by groups (grouped and depthwise layers): tiles one after another, each thread
+    //    takes whole groups with buffers of its own.
+    //  - together: the whole team works on one group of one tile at a time (group_step).
+    // The weight is packed once per call where it is the GEMM's A (NCX forward and transposed),
+    // so tiles there need only a few micro-tiles' columns.
+    const std::int64_t min_cols = !nxc && kind != Kind::WeightGrad ? kMinPackedTileCols : kMinTileCols;
+    const bool independent =
+        kind == Kind::Forward || (kind == Kind::Transposed && P <= tile_cols(bytes_per_col, nt, min_cols));
+    const bool by_group = nt > 1 && G >= nt;
+    const bool own_buffers = nt > 1 && (independent || by_group);
+    const int nbuf = own_buffers ? nt : 1;
+    const std::int64_t cols = tile_cols(bytes_per_col, nbuf, min_cols);
+    const std::vector<ColTile> tiles = make_tiles(g.N, P, cols, independent ? nt : 1);
+    const bool by_units = nt > 1 && independent && static_cast<std::int64_t>(tiles.size()) * G >= nt;
+    std::int64_t max_cols = 0, max_nb = 0;
+    for (const ColTile& t : tiles) {
+        max_cols = std::max(max_cols, t.cols());
+        max_nb = std::max(max_nb, t.nb);
+    }
     Buffer<T> col(uses_col ? nbuf * R * max_cols : 0);
-    Buffer<T> stage(nxc || tiles.empty() || tiles[0].nb == 1 ? 0 : nbuf * Og * max_cols);
+    Buffer<T> stage(nxc || max_nb == 1 ? 0 : nbuf * Og * max_cols);  // NCX tiles of several images
     Buffer<T> wk;
     T* wm = w;  // the weight matrix in the row order of col
     if (nxc) {
@@ -265,27 +307,46 @@ void run_kernel(Kind kind, const ConvGeometry& g, T* x, T* o, T* w) {
         }
         wm = wk.data();
     }
+    // NCX forward and transposed: the weight is the GEMM's A in every tile; packed once here.
+    std::vector<PackedA<T>> packed;
+    if (!nxc && kind != Kind::WeightGrad)
+        for (std::int64_t grp = 0; grp < G; ++grp)
+            packed.emplace_back(kind == Kind::Transposed, kind == Kind::Transposed ? R : Og, kind == Kind::Transposed ? Og : R,
+                                w + grp * Og * R, R);
     const OSide<T> os{g, P};
-    const Step<T> s{kind, g, os, x, o, wm};
-    for (const ColTile& tile : tiles) {
-        // A team costs a fork, barriers and a join; on a busy machine a descheduled thread
-        // stalls its team. Below ~1 ms of single-core work the work runs on one thread.
-        const double flops = 2.0 * static_cast<double>(Og) * static_cast<double>(R) * static_cast<double>(tile.cols()) *
-                             static_cast<double>(by_group ? G : 1);
-        if (team_size(flops, kTeamMinFlops) == 1) {
+    const Step<T> s{kind, g, os, x, o, wm, &packed};
+    if (nt == 1) {
+        for (const ColTile& tile : tiles)
             for (std::int64_t grp = 0; grp < G; ++grp) group_step(s, tile, grp, col.data(), stage.data(), 0, 1);
-        } else if (by_group) {
-#pragma omp parallel for num_threads(nt) schedule(static)
-            for (std::int64_t grp = 0; grp < G; ++grp) {
-                const int id = omp_get_thread_num();
-                group_step(s, tile, grp, col.empty() ? nullptr : col.data() + id * R * max_cols,
-                           stage.empty() ? nullptr : stage.data() + id * Og * max_cols, 0, 1);
-            }
-        } else {
-            for (std::int64_t grp = 0; grp < G; ++grp) {
+    } else if (by_units || by_group) {
+        const std::int64_t nunits = static_cast<std::int64_t>(tiles.size()) * G;
 #pragma omp parallel num_threads(nt)
-                group_step(s, tile, grp, col.data(), stage.data(), omp_get_thread_num(), omp_get_num_threads());
+        {
+            const int id = omp_get_thread_num();
+            T* my_col = col.empty() ? nullptr : col.data() + id * R * max_cols;
+            T* my_stage = stage.empty() ? nullptr : stage.data() + id * Og * max_cols;
+            if (by_units) {
+#pragma omp for schedule(static)
+                for (std::int64_t u = 0; u < nunits; ++u)
+                    group_step(s, tiles[static_cast<std::size_t>(u / G)], u % G, my_col, my_stage, 0, 1);
+            } else {
+                for (const ColTile& tile : tiles) {
+#pragma omp for schedule(static)
+                    for (std::int64_t grp = 0; grp < G; ++grp) group_step(s, tile, grp, my_col, my_stage, 0, 1);
+                }
             }
+        }
+    } else {
+        // Barrier after each step: the next one overwrites the shared buffers and may add
+        // into the same outputs.
+#pragma omp parallel num_threads(nt)
+        {
+            const int id = omp_get_thread_num(), team = omp_get_num_threads();
+            for (const ColTile& tile : tiles)
+                for (std::int64_t grp = 0; grp < G; ++grp) {
+                    group_step(s, tile, grp, col.data(), stage.data(), id, team);
+#pragma omp barrier
+                }
         }
     }
     if (nxc && kind == Kind::WeightGrad) unpack_k_major(g, wk.data(), w);

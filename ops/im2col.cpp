@@ -139,6 +139,27 @@ void col2im(const ConvGeometry& g, const T* col, const ColTile& tile, std::int64
                 if (lo < hi) runs.push_back({kf * cols + at + lo, off + pp.phase_index(a0 + lo, kbase), hi - lo});
             });
         }
+        // The part of the plane the runs reach: a tile of part of an image reaches a band of
+        // rows (and within one o-side row, a range of the last axis); only that band of the
+        // phase-major copy is zeroed and added back.
+        PhasePlane::Band band = pp.whole();
+        if (!pp.identity) {
+            std::int64_t lo = ax.Xn, hi = 0;
+            for (const vec::Run& r : runs) {
+                lo = std::min(lo, r.dst);
+                hi = std::max(hi, r.dst + r.len);
+            }
+            band.r0 = lo / pp.XL;
+            band.r1 = hi <= lo ? band.r0 : (hi - 1) / pp.XL + 1;
+            const std::int64_t YL = pp.YL, L = ax.D - 1, s = pp.s;
+            if (tile.p0 / YL == (tile.p1 - 1) / YL) {  // one o-side row: i-side positions it reaches, in whole phases
+                const std::int64_t j0 = tile.p0 % YL, j1 = (tile.p1 - 1) % YL;
+                const std::int64_t x0 = std::max<std::int64_t>(0, j0 * s - ax.pb[L]);
+                const std::int64_t x1 = std::min(pp.XL, j1 * s + (ax.K[L] - 1) * ax.d[L] - ax.pb[L] + 1);
+                band.x0 = x0 / s * s;
+                band.x1 = std::min(pp.XL, std::max(band.x0, (x1 + s - 1) / s * s));
+            }
+        }
         Buffer<T> pm(pp.identity ? 0 : ax.Xn);
         for (std::int64_t ni = ni0; ni < ni1; ++ni)
             for (std::int64_t i = i0; i < i1; ++i) {
@@ -148,9 +169,9 @@ void col2im(const ConvGeometry& g, const T* col, const ColTile& tile, std::int64
                     vec::add_runs(runs.data(), static_cast<std::int64_t>(runs.size()), src, xc);
                     continue;
                 }
-                std::fill_n(pm.data(), ax.Xn, T(0));
+                pp.zero(pm.data(), band);
                 vec::add_runs(runs.data(), static_cast<std::int64_t>(runs.size()), src, pm.data());
-                pp.from_phase_major(pm.data(), xc, true);
+                pp.from_phase_major(pm.data(), xc, true, band);
             }
         return;
     }

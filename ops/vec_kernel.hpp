@@ -79,6 +79,28 @@ void add_runs(const Run* runs, std::int64_t nruns, const T* src, T* dst) {
         const std::int64_t n = runs[r].len;
         std::int64_t i = 0;
         for (; i + W <= n; i += W) (V::load_unaligned(d + i) + V::load_unaligned(s + i)).store_unaligned(d + i);
+#ifdef __AVX512F__
+        // AVX-512: the tail in one masked vector (col2im's runs are often shorter than a
+        // vector: dcgan_g2's are 7-8 floats). Masked-off lanes are neither read nor written.
+        // Not for runs under 3/8 of a vector: there the next run's loads, overlapping this
+        // run's masked store, wait for it and a few scalar adds are cheaper (measured: tiny,
+        // runs of 4-5 floats, 1.27x slower with it; dcgan_g3/g4, grouped_g8 and vol3d, runs
+        // of 7-8 floats, 3-10% faster).
+        if constexpr (W * sizeof(T) == 64) {
+            if (i < n && 8 * n >= 3 * W) {
+                if constexpr (sizeof(T) == 4) {
+                    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
+                    const __m512 sum = _mm512_add_ps(_mm512_maskz_loadu_ps(m, d + i), _mm512_maskz_loadu_ps(m, s + i));
+                    _mm512_mask_storeu_ps(d + i, m, sum);
+                } else {
+                    const __mmask8 m = static_cast<__mmask8>((1u << (n - i)) - 1);
+                    const __m512d sum = _mm512_add_pd(_mm512_maskz_loadu_pd(m, d + i), _mm512_maskz_loadu_pd(m, s + i));
+                    _mm512_mask_storeu_pd(d + i, m, sum);
+                }
+                continue;
+            }
+        }
+#endif
         for (; i < n; ++i) d[i] += s[i];
     }
 }

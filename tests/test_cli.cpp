@@ -833,6 +833,13 @@ TEST_CASE("cli bench --json with --ops, --dtype bf16, --layout NXC and --threads
     CHECK(b.rows[1]["threads"] == 1);
 }
 
+TEST_CASE("cli bench --clock cpu times one thread by CPU time", "[cli][bench]") {
+    const BenchRun b =
+        run_bench(bench_shapes(), {"--only", "t2d", "--ops", "fwd", "--threads", "1", "--clock", "cpu", "--batch", "2", "--json"});
+    REQUIRE(b.rows.size() == 1);
+    check_row(b.rows[0], "t2d", "fwd", "f32", "NCX", 2);
+}
+
 TEST_CASE("cli bench prints a table; a shape's own layout is the default", "[cli][bench]") {
     const BenchRun b = run_bench(bench_shapes(), {"--only", "t1d", "--ops", "bwd_weights", "--dtype", "f16"});
     INFO(b.r.out);
@@ -872,6 +879,8 @@ TEST_CASE("cli bench: bad options, one error line naming the option and its valu
     expect_bench_error("unknown dtype", s, {"--dtype", "f64"}, {"--dtype", "f64"});
     expect_bench_error("unknown layout", s, {"--layout", "NHWC"}, {"--layout", "NHWC"});
     expect_bench_error("bad --min-time", s, {"--min-time", "soon"}, {"--min-time", "soon"});
+    expect_bench_error("unknown clock", s, {"--clock", "tsc", "--threads", "1"}, {"--clock", "tsc"});
+    expect_bench_error("cpu clock without one thread", s, {"--clock", "cpu"}, {"--clock", "--threads 1"});
     expect_bench_error("--only naming no shape", s, {"--only", "resnet"}, {"--only", "resnet"});
     TempDir dir;
     expect_bench_error("missing shapes file", s, {"--shapes", dir / "nothere.json"}, {"--shapes", "nothere.json"}, false);

@@ -33,6 +33,15 @@ struct WorkspaceGuard {
     ~WorkspaceGuard() { set_conv_workspace_bytes(std::int64_t{64} << 20); }
 };
 
+// Restores the thread count and unforced teams even when a check throws.
+struct TeamGuard {
+    int n = num_threads();
+    ~TeamGuard() {
+        force_thread_teams(false);
+        set_num_threads(n);
+    }
+};
+
 Tensor random_tensor(const Shape& shape, std::mt19937_64& rng) {
     std::uniform_real_distribution<double> u(-1.0, 1.0);
     std::vector<double> v(static_cast<std::size_t>(shape_numel(shape)));
@@ -201,13 +210,7 @@ TEST_CASE("f32 and bf16 kernels match the reference at every SIMD instruction se
 // between the threads' buffers, so those rows (and f64 on OpenBLAS, whose kernels depend on
 // the block sizes) are held to the reference tolerance instead.
 TEST_CASE("thread teams (forced on small cases) give the results of one thread", "[kernels][threads]") {
-    struct Restore {
-        int n = num_threads();
-        ~Restore() {
-            force_thread_teams(false);
-            set_num_threads(n);
-        }
-    } restore;
+    const TeamGuard restore;
     std::mt19937_64 rng(99);
     for (const ConvConfig& c : conv_table()) {
         const WorkspaceGuard ws(c.budget);
@@ -239,6 +242,42 @@ TEST_CASE("thread teams (forced on small cases) give the results of one thread",
                     }
                 }
     }
+}
+
+// The tiling (ops/conv_kernels.cpp make_tiles) over shapes the table leaves out: batches
+// that tiles do not divide (tiles of unequal image counts), chunks of one image, tile counts
+// rounded up to a multiple of the team, and the three ways a team shares the work. Small
+// workspace budgets force every kind of tile on these small shapes.
+TEST_CASE("conv kernels match the reference on every kind of tile and team", "[kernels][threads]") {
+    const TeamGuard restore;
+    const std::vector<ConvConfig> configs = {
+        {"1x1 batch5", 5, 1, 3, 4, {{6, 1}, {5, 1}}},
+        {"kernel = stride", 3, 1, 2, 3, {{6, 2, 2}, {8, 2, 2}}},
+        {"long 1d", 3, 1, 2, 3, {{300, 4, 2, 1, 1, 1}}},
+        {"3d stride pad op", 3, 1, 2, 2, {{4, 2, 2, 1, 0, 0, 1}, {5, 3, 1, 1, 1, 1}, {6, 2, 2, 1, 1, 0}}},
+        {"2d groups dilation op batch5", 5, 2, 2, 3, {{7, 3, 2, 2, 2, 1, 1}, {6, 3, 2, 1, 1, 1}}},
+        {"2d grouped 4 batch3", 3, 4, 2, 2, {{9, 3, 2, 1, 1, 1}, {5, 3, 1, 1, 1, 1}}},
+    };
+    std::mt19937_64 rng(4242);
+    for (const ConvConfig& c : configs)
+        for (std::int64_t budget : {std::int64_t{64} << 20, std::int64_t{1500}, std::int64_t{400}}) {
+            const WorkspaceGuard ws(budget);
+            for (int threads : {1, 2, 3}) {
+                // Three threads on a two-core machine make every barrier wait for a time
+                // slice: kept to the few tiles of the default budget.
+                if (threads == 3 && budget < (std::int64_t{64} << 20)) continue;
+                set_num_threads(threads);
+                force_thread_teams(threads > 1);
+                for (Layout layout : {Layout::NCX, Layout::NXC})
+                    for (DType dt : {DType::f32, DType::f64}) {
+                        if (dt == DType::f64 && threads > 1) continue;  // the tiling is the same as f32's
+                        const std::string what = describe(c, layout, dt) + ", budget " + std::to_string(budget) + ", " +
+                                                 std::to_string(threads) + " threads";
+                        check_against_reference(forward_geometry(c, layout), dt, rng, what + " forward_geometry");
+                        check_against_reference(transposed_geometry(c, layout), dt, rng, what + " transposed_geometry");
+                    }
+            }
+        }
 }
 
 TEST_CASE("conv kernels satisfy the adjoint identities on every table row", "[kernels]") {

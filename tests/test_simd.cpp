@@ -1,6 +1,6 @@
 // tapegrad's own f32 GEMM at every instruction set the CPU has, against an f64 product of
 // the same (f32) operands: every shape class (micro-tile edges, one or several K/M/N blocks,
-// both transpose flags, alpha/beta), and beta = 0 never reading C.
+// both transpose flags, alpha/beta, A packed once or per call), and beta = 0 never reading C.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -21,7 +21,9 @@ struct Case {
     std::int64_t M, N, K;
 };
 
-void check_gemm(const Case& c, bool ta, bool tb, float alpha, float beta, std::mt19937_64& rng, const std::string& what) {
+// `packed`: through a PackedA (op(A) packed once, as the conv kernels do with the weight).
+void check_gemm(const Case& c, bool ta, bool tb, float alpha, float beta, std::mt19937_64& rng, const std::string& what,
+                bool packed = false) {
     std::uniform_real_distribution<float> u(-1.f, 1.f);
     const std::int64_t lda = (ta ? c.M : c.K) + 3, ldb = (tb ? c.K : c.N) + 5, ldc = c.N + 7;  // padded strides
     std::vector<float> A((ta ? c.K : c.M) * lda), B((tb ? c.N : c.K) * ldb), C(c.M * ldc);
@@ -29,7 +31,8 @@ void check_gemm(const Case& c, bool ta, bool tb, float alpha, float beta, std::m
     for (float& v : B) v = u(rng);
     for (float& v : C) v = beta == 0.f ? std::numeric_limits<float>::quiet_NaN() : u(rng);
     const std::vector<float> C0 = C;
-    gemm<float>(ta, tb, c.M, c.N, c.K, alpha, A.data(), lda, B.data(), ldb, beta, C.data(), ldc);
+    if (packed) gemm<float>(PackedA<float>(ta, c.M, c.K, A.data(), lda), tb, c.N, alpha, B.data(), ldb, beta, C.data(), ldc);
+    else gemm<float>(ta, tb, c.M, c.N, c.K, alpha, A.data(), lda, B.data(), ldb, beta, C.data(), ldc);
     std::int64_t bad = 0;
     std::ostringstream first;
     for (std::int64_t i = 0; i < c.M; ++i)
@@ -74,6 +77,8 @@ TEST_CASE("f32 GEMM matches the f64 product at every instruction set", "[simd][g
                 check_gemm(c, ta, tb, 1.f, 0.f, rng, what.str() + " alpha=1 beta=0");
                 check_gemm(c, ta, tb, -0.5f, 1.f, rng, what.str() + " alpha=-0.5 beta=1");
                 check_gemm(c, ta, tb, 2.f, 0.25f, rng, what.str() + " alpha=2 beta=0.25");
+                check_gemm(c, ta, tb, 1.f, 0.f, rng, what.str() + " packed A, alpha=1 beta=0", true);
+                check_gemm(c, ta, tb, -0.5f, 1.f, rng, what.str() + " packed A, alpha=-0.5 beta=1", true);
             }
     }
     simd::force(before);
@@ -118,6 +123,11 @@ TEST_CASE("vector kernels (axpy, fma, dot) match plain loops at every instructio
             for (std::int64_t i = 0; i < n; ++i) want_acc[i] += af[i];
             for (std::int64_t i = 0; i < h; ++i) want_acc[n - h + i] += af[h + i];
             CHECK(acc == want_acc);
+            std::vector<double> accd(y), want_accd(y);
+            vec::add_runs(runs, 2, a.data(), accd.data());
+            for (std::int64_t i = 0; i < n; ++i) want_accd[i] += a[i];
+            for (std::int64_t i = 0; i < h; ++i) want_accd[n - h + i] += a[h + i];
+            CHECK(accd == want_accd);
             std::vector<float> inter(2 * n, -1.f);
             vec::interleave2(n, af.data(), bf.data(), inter.data());
             for (std::int64_t i = 0; i < n; ++i) {

@@ -11,7 +11,8 @@
 // FLOPs = 2·N·C_in·(C_out/groups)·∏kernel·∏input for each of the three ops.
 //
 // Per (shape, op): one warm-up call, then calls until --min-time seconds (default 0.3) have
-// passed (at least 3, at most 1000); the median wall time is reported. extra_bytes is the
+// passed (at least 3, at most 1000); the median wall time (or, with --clock cpu and one
+// thread, CPU time) is reported. extra_bytes is the
 // peak of the library's workspace (core/workspace.hpp: every kernel temporary, including
 // its cache kept across calls) over the timed calls; inputs and outputs are not counted.
 // The cache is released before each (shape, op), so one's cache never counts in the next.
@@ -19,6 +20,7 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
+#include <ctime>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -56,6 +58,7 @@ struct Options {
     DType dtype = DType::f32;
     bool as_json = false;
     double min_time = 0.3;
+    bool cpu_clock = false;  // --clock cpu: the calling thread's CPU time instead of wall time
 };
 
 struct BenchShape {
@@ -120,6 +123,10 @@ Options parse_options(const std::vector<std::string>& args) {
             if (v.empty() || end != v.c_str() + v.size() || !std::isfinite(t) || t < 0 || t > 3600)
                 fail(a, "bench: --min-time '", v, "' is not a number of seconds in [0, 3600]");
             o.min_time = t;
+        } else if (a == "--clock") {
+            const std::string& v = value();
+            if (v != "wall" && v != "cpu") fail(a, "bench: --clock '", v, "' is not wall or cpu");
+            o.cpu_clock = v == "cpu";
         } else if (a == "--json") {
             o.as_json = true;
         } else {
@@ -128,6 +135,7 @@ Options parse_options(const std::vector<std::string>& args) {
     }
     if (o.shapes_path.empty()) fail("--shapes", "bench: --shapes FILE.json is required");
     if (o.ops.empty()) o.ops.assign(std::begin(kOps), std::begin(kOps) + kDefaultOps);
+    if (o.cpu_clock && o.threads != 1) fail("--clock", "bench: --clock cpu times one thread, so it needs --threads 1");
     return o;
 }
 
@@ -253,20 +261,29 @@ struct Timing {
     std::int64_t extra_bytes = 0;
 };
 
+// Milliseconds on the wall clock, or (cpu) of the calling thread's CPU time: on a shared
+// machine the CPU time leaves out the slices other processes take.
+double now_ms(bool cpu) {
+    if (cpu) {
+        timespec ts{};
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+        return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) * 1e-6;
+    }
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
 template <class F>
-Timing time_op(F&& f, double min_time) {
-    using clock = std::chrono::steady_clock;
+Timing time_op(F&& f, double min_time, bool cpu_clock) {
     release_workspace_cache();
     f();  // warm-up (fills the workspace cache a loop of calls would keep)
     reset_workspace_peak();
     std::vector<double> ms;
-    const auto start = clock::now();
+    const double start = now_ms(false);
     while (ms.size() < 1000) {
-        const auto t0 = clock::now();
+        const double t0 = now_ms(cpu_clock);
         f();
-        const auto t1 = clock::now();
-        ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
-        if (ms.size() >= 3 && std::chrono::duration<double>(t1 - start).count() >= min_time) break;
+        ms.push_back(now_ms(cpu_clock) - t0);
+        if (ms.size() >= 3 && now_ms(false) - start >= 1e3 * min_time) break;
     }
     Timing t;
     t.extra_bytes = workspace_peak_bytes();
@@ -280,13 +297,13 @@ Timing time_op(F&& f, double min_time) {
 // [Ig·∏K × Og] · [Og × columns], with the columns of one of the kernel's tiles (a column
 // buffer of at most 8 MiB), timed on one tile and scaled to the layer (G groups, N·∏Y
 // columns). Same FLOPs as the layer, so its GFLOP/s is the ceiling the layer is held to.
-Timing time_gemm(const ConvGeometry& g, double min_time) {
+Timing time_gemm(const ConvGeometry& g, double min_time, bool cpu_clock) {
     const std::int64_t M = g.R(), K = g.Og, total = g.N * g.out_numel();
     const std::int64_t cols = std::clamp<std::int64_t>((std::int64_t{8} << 20) / (4 * (M + K)), 1, total);
     std::vector<float> A(static_cast<std::size_t>(M * K), 0.5f), B(static_cast<std::size_t>(K * cols), 0.25f),
         C(static_cast<std::size_t>(M * cols));
     Timing t = time_op([&] { gemm<float>(true, false, M, cols, K, 1.f, A.data(), M, B.data(), cols, 0.f, C.data(), cols); },
-                       min_time);
+                       min_time, cpu_clock);
     const double scale = static_cast<double>(g.G) * static_cast<double>(total) / static_cast<double>(cols);
     t.median_ms *= scale;
     return t;
@@ -318,10 +335,10 @@ int cmd_bench(const std::vector<std::string>& args) {
         const char* layout = g.layout == Layout::NXC ? "NXC" : "NCX";
         for (const std::string& op : o.ops) {
             Timing t;
-            if (op == "bwd_data") t = time_op([&] { (void)conv_transposed(x, W, g); }, o.min_time);
-            else if (op == "fwd") t = time_op([&] { (void)conv_forward(dy, W, g); }, o.min_time);
-            else if (op == "bwd_weights") t = time_op([&] { (void)conv_weight_grad(dy, x, g); }, o.min_time);
-            else t = time_gemm(g, o.min_time);
+            if (op == "bwd_data") t = time_op([&] { (void)conv_transposed(x, W, g); }, o.min_time, o.cpu_clock);
+            else if (op == "fwd") t = time_op([&] { (void)conv_forward(dy, W, g); }, o.min_time, o.cpu_clock);
+            else if (op == "bwd_weights") t = time_op([&] { (void)conv_weight_grad(dy, x, g); }, o.min_time, o.cpu_clock);
+            else t = time_gemm(g, o.min_time, o.cpu_clock);
             const double gflops = flops / (t.median_ms * 1e6);
             if (o.as_json) {
                 nlohmann::ordered_json row;

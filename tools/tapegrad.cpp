@@ -160,6 +160,8 @@ void usage(std::FILE* f) {
                  "  --json            one JSON object per line: shape, op, dtype, layout, threads, batch,\n"
                  "                    median_ms, gflops, extra_bytes\n"
                  "  --min-time S      time each (shape, op) for about S seconds (default 0.3; tests use 0.01)\n"
+                 "  --clock wall|cpu  time calls on the wall clock (default) or by CPU time (--threads 1 only;\n"
+                 "                    leaves out the time slices other processes take on a shared machine)\n"
                  "Per (shape, op): one warm-up call, then at least 3 and at most 1000 calls; the median time,\n"
                  "GFLOP/s = 2*N*C_in*(C_out/groups)*prod(kernel)*prod(input) / time, and extra MiB = the peak\n"
                  "of the kernels' workspace (temporaries and their cache; not inputs or outputs).\n"
