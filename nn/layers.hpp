@@ -95,13 +95,14 @@ private:
     double eps_, momentum_;
 };
 
-// The batch-statistics normalisation BatchNorm computes in training mode, as differentiable
-// ops (mean, sub, mul, rsqrt, ...): x [N, C, X...], weight and bias [C] (either may be
-// undefined: no scale, no shift). When given, *batch_mean and *batch_var receive the batch
-// mean and biased variance per channel ([C], plain tensors).
+// The batch-statistics normalisation BatchNorm computes in training mode, one fused op on the
+// tape (ag::batch_norm, autograd/batch_norm.hpp): x [N, C, X...], weight and bias [C] (either
+// may be undefined: no scale, no shift). When given, *batch_mean and *batch_var receive the
+// batch mean and biased variance per channel ([C], plain tensors).
 Variable batch_norm_train(const Variable& x, const Variable& weight, const Variable& bias, double eps = 1e-5,
                           Tensor* batch_mean = nullptr, Tensor* batch_var = nullptr);
-// The evaluation-mode form with given statistics ([C] tensors).
+// The evaluation-mode form with given statistics ([C] tensors): ag::channel_affine with the
+// scale weight/√(var + eps), the shift bias and the center mean.
 Variable batch_norm_eval(const Variable& x, const Tensor& mean, const Tensor& var, const Variable& weight,
                          const Variable& bias, double eps = 1e-5);
 
