@@ -106,35 +106,48 @@ void max_pool_kernel(const T* x, T* y, std::int64_t* idx, std::int64_t planes, s
 }
 
 // D = 2 (the common case) without the map: for each output row, each kernel position
-// (ky, kx) in window order updates the whole row of running maxima at once, so the updates
-// of neighbouring outputs are independent and overlap (one window at a time would be a
-// chain of dependent selects). Each output sees its window in the map's order.
+// (ky, kx) in window order updates the whole row of running maxima at once, a loop the
+// compiler vectorises (the positions are held as i32 there: planes of fewer than 2^31
+// values, which the caller checks). Each output sees its window in the map's order.
 template <class T>
 void max_pool_kernel_2d(const T* x, T* y, std::int64_t* idx, const ConvGeometry& g) {
     const std::int64_t H = g.in_size[0], W = g.in_size[1], OH = g.out_size[0], OW = g.out_size[1];
     const std::int64_t KH = g.kernel[0], KW = g.kernel[1], SH = g.stride[0], SW = g.stride[1];
     const std::int64_t DH = g.dilation[0], DW = g.dilation[1], PH = g.pad_begin[0], PW = g.pad_begin[1];
     const std::int64_t planes = g.N * g.G;
-#pragma omp parallel for num_threads(pool_team(planes * OH * OW * KH * KW)) schedule(static)
-    for (std::int64_t pl = 0; pl < planes; ++pl) {
-        const T* xp = x + pl * H * W;
-        for (std::int64_t oy = 0; oy < OH; ++oy) {
-            T* best = y + (pl * OH + oy) * OW;
-            std::int64_t* at = idx + (pl * OH + oy) * OW;
-            std::fill(best, best + OW, -std::numeric_limits<T>::infinity());
-            std::fill(at, at + OW, std::int64_t{-1});
-            for (std::int64_t ky = 0; ky < KH; ++ky) {
-                const std::int64_t iy = oy * SH + ky * DH - PH;
-                if (iy < 0 || iy >= H) continue;
-                for (std::int64_t kx = 0; kx < KW; ++kx) {
-                    const std::int64_t off = kx * DW - PW;  // ix = ox·SW + off; the outputs [lo, hi) read inside
-                    std::int64_t lo = 0, hi = OW;
-                    while (lo < hi && lo * SW + off < 0) ++lo;
-                    while (hi > lo && (hi - 1) * SW + off >= W) --hi;
-                    const std::int64_t p0 = iy * W + off;
+#pragma omp parallel num_threads(pool_team(planes * OH * OW * KH * KW))
+    {
+        std::vector<std::int32_t> at(static_cast<std::size_t>(OW));
+#pragma omp for schedule(static)
+        for (std::int64_t pl = 0; pl < planes; ++pl) {
+            const T* xp = x + pl * H * W;
+            for (std::int64_t oy = 0; oy < OH; ++oy) {
+                T* best = y + (pl * OH + oy) * OW;
+                std::fill(best, best + OW, -std::numeric_limits<T>::infinity());
+                std::fill(at.begin(), at.end(), -1);
+                for (std::int64_t ky = 0; ky < KH; ++ky) {
+                    const std::int64_t iy = oy * SH + ky * DH - PH;
+                    if (iy < 0 || iy >= H) continue;
+                    for (std::int64_t kx = 0; kx < KW; ++kx) {
+                        const std::int64_t off = kx * DW - PW;  // ix = ox·SW + off; the outputs [lo, hi) read inside
+                        std::int64_t lo = 0, hi = OW;
+                        while (lo < hi && lo * SW + off < 0) ++lo;
+                        while (hi > lo && (hi - 1) * SW + off >= W) --hi;
+                        const std::int32_t p0 = static_cast<std::int32_t>(iy * W + off), s = static_cast<std::int32_t>(SW);
+                        std::int32_t* a = at.data();
 #pragma omp simd
-                    for (std::int64_t ox = lo; ox < hi; ++ox) take_max(xp[p0 + ox * SW], p0 + ox * SW, best[ox], at[ox]);
+                        for (std::int64_t ox = lo; ox < hi; ++ox) {
+                            const std::int32_t p = p0 + static_cast<std::int32_t>(ox) * s;
+                            const T v = xp[p], b = best[ox];
+                            // nothing taken yet, or larger, or a NaN over a number
+                            const bool take = (a[ox] < 0) | (v > b) | ((v != v) & (b == b));
+                            best[ox] = take ? v : b;
+                            a[ox] = take ? p : a[ox];
+                        }
+                    }
                 }
+                std::int64_t* ip = idx + (pl * OH + oy) * OW;
+                for (std::int64_t ox = 0; ox < OW; ++ox) ip[ox] = at[static_cast<std::size_t>(ox)];
             }
         }
     }
@@ -151,7 +164,7 @@ std::pair<Tensor, Tensor> max_pool_forward(const Tensor& x, const ConvGeometry& 
     const Tensor xc = x.to(ct).contiguous();
     const std::int64_t planes = g.N * g.G, Xn = g.in_numel(), P = g.out_numel(), KN = g.kernel_numel();
     Tensor y = Tensor::empty(g.out_shape(), ct), idx = Tensor::empty(g.out_shape(), DType::i64);
-    if (g.D() == 2) {
+    if (g.D() == 2 && Xn < (std::int64_t{1} << 31)) {
         if (ct == DType::f64) max_pool_kernel_2d(xc.data<double>(), y.data<double>(), idx.data<std::int64_t>(), g);
         else max_pool_kernel_2d(xc.data<float>(), y.data<float>(), idx.data<std::int64_t>(), g);
     } else {
