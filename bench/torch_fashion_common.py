@@ -51,9 +51,9 @@ def parse(description, epochs, batch):
 
 
 def fit(a, model, opt, train_x, train_y, loss_of, evaluate, scheduler=None):
-    """Trains for a.epochs (a fresh shuffle per epoch, the last partial batch kept), then
-    evaluates (evaluate() -> (loss, text, metric), run in eval mode without gradients);
-    returns the last evaluation."""
+    """Trains for a.epochs (a fresh shuffle per epoch, the last partial batch kept; the
+    scheduler, if any, stepped after each epoch), evaluating after each (evaluate() ->
+    (loss, text, metric), run in eval mode without gradients); returns the last evaluation."""
     if a.limit:
         train_x, train_y = train_x[: a.limit], (train_y[: a.limit] if train_y is not None else None)
     n = train_x.shape[0]
@@ -69,8 +69,8 @@ def fit(a, model, opt, train_x, train_y, loss_of, evaluate, scheduler=None):
             opt.zero_grad()
             loss.backward()
             opt.step()
-            if scheduler is not None:
-                scheduler.step()
+        if scheduler is not None:
+            scheduler.step()  # once per epoch
         train_s = time.perf_counter() - ts
         te = time.perf_counter()
         model.eval()
