@@ -105,10 +105,30 @@ void max_pool_kernel(const T* x, T* y, std::int64_t* idx, std::int64_t planes, s
     }
 }
 
+// One kernel position's update of a row of running maxima: outputs [lo, hi) read the input
+// positions p0 + ox·stride (i32 positions; the caller checks that they fit). S is the stride
+// when known at compile time (1 or 2: then the loads are contiguous or de-interleaved
+// vectors), 0 for any other stride, given as `stride`.
+template <std::int32_t S, class T>
+void update_row_max(const T* xp, std::int32_t p0, std::int32_t stride, std::int64_t lo, std::int64_t hi, T* best,
+                    std::int32_t* at) {
+    const std::int32_t st = S != 0 ? S : stride;
+    const T* xr = xp + p0;  // x at output ox: xr[ox·st], a plain strided load
+#pragma omp simd
+    for (std::int64_t ox = lo; ox < hi; ++ox) {
+        const std::int32_t p = p0 + static_cast<std::int32_t>(ox) * st;
+        const T v = xr[ox * st], b = best[ox];
+        // nothing taken yet, or larger, or a NaN over a number
+        const bool take = (at[ox] < 0) | (v > b) | ((v != v) & (b == b));
+        best[ox] = take ? v : b;
+        at[ox] = take ? p : at[ox];
+    }
+}
+
 // D = 2 (the common case) without the map: for each output row, each kernel position
-// (ky, kx) in window order updates the whole row of running maxima at once, a loop the
-// compiler vectorises (the positions are held as i32 there: planes of fewer than 2^31
-// values, which the caller checks). Each output sees its window in the map's order.
+// (ky, kx) in window order updates the whole row of running maxima at once
+// (update_row_max, a loop the compiler vectorises; planes of fewer than 2^31 values, which
+// the caller checks). Each output sees its window in the map's order.
 template <class T>
 void max_pool_kernel_2d(const T* x, T* y, std::int64_t* idx, const ConvGeometry& g) {
     const std::int64_t H = g.in_size[0], W = g.in_size[1], OH = g.out_size[0], OW = g.out_size[1];
@@ -134,16 +154,9 @@ void max_pool_kernel_2d(const T* x, T* y, std::int64_t* idx, const ConvGeometry&
                         while (lo < hi && lo * SW + off < 0) ++lo;
                         while (hi > lo && (hi - 1) * SW + off >= W) --hi;
                         const std::int32_t p0 = static_cast<std::int32_t>(iy * W + off), s = static_cast<std::int32_t>(SW);
-                        std::int32_t* a = at.data();
-#pragma omp simd
-                        for (std::int64_t ox = lo; ox < hi; ++ox) {
-                            const std::int32_t p = p0 + static_cast<std::int32_t>(ox) * s;
-                            const T v = xp[p], b = best[ox];
-                            // nothing taken yet, or larger, or a NaN over a number
-                            const bool take = (a[ox] < 0) | (v > b) | ((v != v) & (b == b));
-                            best[ox] = take ? v : b;
-                            a[ox] = take ? p : a[ox];
-                        }
+                        if (SW == 2) update_row_max<2>(xp, p0, s, lo, hi, best, at.data());
+                        else if (SW == 1) update_row_max<1>(xp, p0, s, lo, hi, best, at.data());
+                        else update_row_max<0>(xp, p0, s, lo, hi, best, at.data());
                     }
                 }
                 std::int64_t* ip = idx + (pl * OH + oy) * OW;
