@@ -22,6 +22,7 @@
 #include "tapegrad/autograd/ops.hpp"
 #include "tapegrad/autograd/conv.hpp"
 #include "tapegrad/autograd/pool.hpp"
+#include "tapegrad/autograd/batch_norm.hpp"
 #include "tapegrad/autograd/gradcheck.hpp"
 #include "tapegrad/nn/module.hpp"
 #include "tapegrad/nn/layers.hpp"

@@ -44,8 +44,13 @@ struct Batch {
     std::vector<std::int64_t> indices;  // the dataset rows, in batch order
 };
 
-// The permutation of 0..n-1 for `epoch` under `seed` (Fisher-Yates on tg::Generator seeded
-// from both).
+// The permutation of 0..n-1 for `epoch` under `seed`, exactly: start from 0, 1, ..., n-1;
+// seed a tg::Generator (std::mt19937_64) with splitmix64(seed ^ splitmix64(epoch)), where
+// splitmix64 is Vigna's finaliser (add 0x9e3779b97f4a7c15, then xor-shift-multiply by
+// 0xbf58476d1ce4e5b9 and 0x94d049bb133111eb with shifts 30, 27, 31); then for i = n-1 down
+// to 1 draw r = next_u64(), redrawing while r >= 2^64 - 1 - ((2^64 - 1) mod (i+1)), and
+// swap positions i and r mod (i+1). (tests/test_loader.cpp checks this against its own
+// reimplementation and against values computed independently.)
 std::vector<std::int64_t> epoch_order(std::int64_t n, std::uint64_t seed, std::int64_t epoch);
 
 class DataLoader {

@@ -1,6 +1,7 @@
 // A Fashion-MNIST classifier: two convolution blocks (Conv 3×3, BatchNorm, ReLU, MaxPool 2),
-// dropout and a linear layer to the 10 classes, trained with Adam on cross-entropy. It
-// reaches about 90 % test accuracy in 2–3 epochs.
+// dropout and two linear layers (a hidden layer of 128) to the 10 classes, trained with Adam
+// on cross-entropy, the learning rate 2e-3 cut to 0.3× after every epoch. It reaches about
+// 0.908 test accuracy in 3 epochs, 55 s with 2 threads (bench/RESULTS.md quotes the runs).
 //
 // Shares its options, progress display, loss curve and exact resume with
 // fashion_autoencoder (examples/common.hpp); the last line on stdout is
@@ -18,19 +19,23 @@
 #include "tapegrad/nn/layers.hpp"
 #include "tapegrad/nn/module.hpp"
 #include "tapegrad/nn/optim.hpp"
+#include "tapegrad/nn/schedule.hpp"
 
 using namespace tg;
 
 namespace {
 
-constexpr std::int64_t kC1 = 16, kC2 = 32;
+constexpr std::int64_t kC1 = 16, kC2 = 32, kHidden = 128;
+constexpr double kLr = 2e-3, kLrDecay = 0.3;  // the rate of epoch e (from 0): kLr·kLrDecay^e
 
 // BatchNorm comes from `dist` (synchronised over the ranks of a --distributed run).
 nn::Sequential make_model(const example::Distributed& dist, double dropout) {
-    const nn::ConvOptions k3 = nn::ConvOptions{3, 3}.padding(1);
+    // No conv bias: the BatchNorm after each conv removes any per-channel shift.
+    const nn::ConvOptions k3 = nn::ConvOptions{3, 3}.padding(1).bias(false);
     return nn::Sequential{nn::Conv(1, kC1, k3),   dist.batch_norm(kC1),  nn::ReLU(), nn::MaxPool(nn::PoolOptions{2, 2}),
                           nn::Conv(kC1, kC2, k3), dist.batch_norm(kC2),  nn::ReLU(), nn::MaxPool(nn::PoolOptions{2, 2}),
-                          nn::Flatten(),          nn::Dropout(dropout), nn::Linear(kC2 * 7 * 7, 10)};
+                          nn::Flatten(),          nn::Dropout(dropout), nn::Linear(kC2 * 7 * 7, kHidden),
+                          nn::ReLU(),             nn::Linear(kHidden, 10)};
 }
 
 }  // namespace
@@ -58,10 +63,14 @@ int main(int argc, char** argv) try {
     manual_seed(a.seed);
     nn::Sequential model = make_model(dist, a.dropout);
     dist.broadcast(model);
-    nn::Adam opt(model.parameters(), 1e-3);
+    nn::Adam opt(model.parameters(), kLr);
+    const nn::StepLR schedule(opt, 1, kLrDecay);
     std::printf("model: %lld parameters\n", static_cast<long long>(model.parameter_count()));
 
     auto loss_of = [&](const Batch& b) {
+        // The epoch's rate, from the optimizer's step count: a resumed run (whose checkpoint
+        // holds the step count) continues the schedule exactly.
+        opt.set_lr(schedule.lr_at(opt.steps() / train.batches()));
         return ag::cross_entropy(model(ag::constant(b.images)), ag::constant(b.labels));
     };
     auto evaluate = [&] {

@@ -3,8 +3,10 @@
 #include <cmath>
 #include <cstring>
 
+#include "tapegrad/autograd/batch_norm.hpp"
 #include "tapegrad/autograd/ops.hpp"
 #include "tapegrad/autograd/pool.hpp"
+#include "tapegrad/core/factories.hpp"
 #include "tapegrad/core/random.hpp"
 
 namespace tg::nn {
@@ -54,41 +56,6 @@ Variable AvgPool::forward(const Variable& x) { return ag::avg_pool(x, geometry(x
 
 namespace {
 
-// [N, C, X...]: the axes a channel's statistics run over, and the shape [1, C, 1...] its
-// per-channel values broadcast from.
-void check_channel_param(const Variable& p, std::int64_t C, const char* what, const char* op) {
-    if (p.defined() && p.shape() != Shape{C})
-        fail(what, op, ": ", what, " has shape ", shape_str(p.shape()), ", the input has ", C, " channels");
-}
-
-// The axes batch norm reduces over (all but the channel axis 1), the shape its per-channel
-// statistics broadcast as ([1, C, 1...]) and C, with weight and bias checked against C.
-struct BnLayout {
-    std::vector<int> axes;
-    Shape stat_shape;
-    std::int64_t C = 0;
-};
-
-BnLayout bn_layout(const Variable& x, const Variable& weight, const Variable& bias) {
-    const Shape& s = x.shape();
-    if (s.size() < 2) fail("input", "batch_norm: input ", shape_str(s), " must be [N, C] or [N, C, X...]");
-    BnLayout l;
-    l.C = s[1];
-    l.stat_shape.assign(s.size(), 1);
-    l.stat_shape[1] = l.C;
-    for (int a = 0; a < static_cast<int>(s.size()); ++a)
-        if (a != 1) l.axes.push_back(a);
-    check_channel_param(weight, l.C, "weight", "batch_norm");
-    check_channel_param(bias, l.C, "bias", "batch_norm");
-    return l;
-}
-
-Variable scale_shift(Variable y, const Variable& weight, const Variable& bias, const Shape& stat_shape) {
-    if (weight.defined()) y = ag::mul(y, ag::reshape(weight, stat_shape));
-    if (bias.defined()) y = ag::add(y, ag::reshape(bias, stat_shape));
-    return y;
-}
-
 // Writes `values` into a contiguous buffer in place and bumps its version.
 void write_into(Tensor& dst, const std::vector<double>& values) {
     const Tensor src = Tensor::from(dst.shape(), values, dst.dtype());
@@ -100,37 +67,44 @@ void write_into(Tensor& dst, const std::vector<double>& values) {
 
 Variable batch_norm_train(const Variable& x, const Variable& weight, const Variable& bias, double eps, Tensor* batch_mean,
                           Tensor* batch_var, const std::function<Variable(const Variable&)>& across, std::int64_t* count) {
-    const auto [axes, stat_shape, C] = bn_layout(x, weight, bias);
-    std::int64_t n = x.numel() / C;
-    Variable mu, var, d;
     if (!across) {
-        mu = ag::mean(x, axes, true);
-        d = ag::sub(x, mu);
-        var = ag::mean(ag::mul(d, d), axes, true);
-    } else {  // the sums over every process's batch, divided by the global count
-        n = static_cast<std::int64_t>(across(ag::constant(Tensor::full({}, static_cast<double>(n), DType::f64))).item());
-        mu = ag::scale(across(ag::sum(x, axes, true)), 1.0 / static_cast<double>(n));
-        d = ag::sub(x, mu);
-        var = ag::scale(across(ag::sum(ag::mul(d, d), axes, true)), 1.0 / static_cast<double>(n));
+        if (count && x.ndim() >= 2) *count = x.numel() / x.shape()[1];
+        return ag::batch_norm(x, weight, bias, eps, batch_mean, batch_var);
     }
-    const Variable y = ag::mul(d, ag::rsqrt(ag::affine(var, 1, eps)));
+    // SyncBatchNorm: the global batch's statistics, from per-channel sums over every
+    // process's x, written with the differentiable ops so that the gradient flows back
+    // through `across` to every process.
+    if (x.ndim() < 2) fail("input", "batch_norm: input ", shape_str(x.shape()), " must be [N, C] or [N, C, X...]");
+    const std::int64_t C = x.shape()[1];
+    std::vector<int> axes{0};
+    for (int a = 2; a < x.ndim(); ++a) axes.push_back(a);
+    const double n = across(ag::constant(Tensor::full({}, static_cast<double>(x.numel() / C), DType::f64))).item();
+    const Variable mu = ag::scale(across(ag::sum(x, axes, true)), 1.0 / n);
+    const Variable d = ag::sub(x, mu);
+    const Variable var = ag::scale(across(ag::sum(ag::mul(d, d), axes, true)), 1.0 / n);
+    const Variable xhat = ag::mul(d, ag::rsqrt(ag::affine(var, 1, eps)));
     if (batch_mean) *batch_mean = mu.value().reshape({C});
     if (batch_var) *batch_var = var.value().reshape({C});
-    if (count) *count = n;
-    return scale_shift(y, weight, bias, stat_shape);
+    if (count) *count = static_cast<std::int64_t>(n);
+    if (!weight.defined() && !bias.defined()) return xhat;
+    return ag::channel_affine(xhat, weight.defined() ? weight : ag::constant(ones({C}, x.dtype())), bias);
 }
 
 Variable batch_norm_eval(const Variable& x, const Tensor& mean, const Tensor& var, const Variable& weight,
                          const Variable& bias, double eps) {
-    const auto [axes, stat_shape, C] = bn_layout(x, weight, bias);
+    if (x.ndim() < 2) fail("input", "batch_norm: input ", shape_str(x.shape()), " must be [N, C] or [N, C, X...]");
+    const std::int64_t C = x.shape()[1];
     if (mean.shape() != Shape{C} || var.shape() != Shape{C})
         fail("running_stats", "batch_norm: mean ", shape_str(mean.shape()), " and var ", shape_str(var.shape()),
              " must be [", C, "]");
-    const Variable m = ag::constant(mean.to(x.dtype()).reshape(stat_shape));
+    for (const auto& [p, what] : {std::pair{&weight, "weight"}, std::pair{&bias, "bias"}})
+        if (p->defined() && p->shape() != Shape{C})
+            fail(what, "batch_norm: ", what, " has shape ", shape_str(p->shape()), ", the input has ", C, " channels");
     std::vector<double> inv = var.values();
     for (double& v : inv) v = 1.0 / std::sqrt(v + eps);
-    const Variable inv_std = ag::constant(Tensor::from(stat_shape, inv, x.dtype()));
-    return scale_shift(ag::mul(ag::sub(x, m), inv_std), weight, bias, stat_shape);
+    const Variable inv_std = ag::constant(Tensor::from({C}, inv, x.dtype()));
+    // weight·invstd is the scale: a [C] op on the tape, so the weight still gets its gradient
+    return ag::channel_affine(x, weight.defined() ? ag::mul(weight, inv_std) : inv_std, bias, mean);
 }
 
 BatchNorm::BatchNorm(std::int64_t num_features, double eps, double momentum, DType dtype)

@@ -102,19 +102,21 @@ private:
     double eps_, momentum_;
 };
 
-// The batch-statistics normalisation BatchNorm computes in training mode, as differentiable
-// ops (mean, sub, mul, rsqrt, ...): x [N, C, X...], weight and bias [C] (either may be
-// undefined: no scale, no shift). When given, *batch_mean and *batch_var receive the batch
-// mean and biased variance per channel ([C], plain tensors), and *count the number of
+// The batch-statistics normalisation BatchNorm computes in training mode, one fused op on the
+// tape (ag::batch_norm, autograd/batch_norm.hpp): x [N, C, X...], weight and bias [C] (either
+// may be undefined: no scale, no shift). When given, *batch_mean and *batch_var receive the
+// batch mean and biased variance per channel ([C], plain tensors), and *count the number of
 // values each channel's statistics span.
 //
 // `across`, when given, sums a per-channel partial statistic over the processes of a
 // data-parallel run (differentiably; dist::all_reduce_sum): the mean and the variance are
-// then those of the global batch, the union of every process's x (SyncBatchNorm).
+// then those of the global batch, the union of every process's x (SyncBatchNorm), computed
+// with the plain differentiable ops.
 Variable batch_norm_train(const Variable& x, const Variable& weight, const Variable& bias, double eps = 1e-5,
                           Tensor* batch_mean = nullptr, Tensor* batch_var = nullptr,
                           const std::function<Variable(const Variable&)>& across = {}, std::int64_t* count = nullptr);
-// The evaluation-mode form with given statistics ([C] tensors).
+// The evaluation-mode form with given statistics ([C] tensors): ag::channel_affine with the
+// scale weight/√(var + eps), the shift bias and the center mean.
 Variable batch_norm_eval(const Variable& x, const Tensor& mean, const Tensor& var, const Variable& weight,
                          const Variable& bias, double eps = 1e-5);
 

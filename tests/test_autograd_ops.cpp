@@ -106,6 +106,14 @@ TEST_CASE("forward values of the element-wise, shape and reduction ops", "[autog
     CHECK(vals(slice(a, 1, 0, 3, 2)) == std::vector<double>{1, 3, 4, 6});
     CHECK(vals(concat({a, slice(a, 1, 2, 3)}, 1)) == std::vector<double>{1, 2, 3, 3, 4, 5, 6, 6});
     CHECK(vals(matmul(a, constant(Tensor::from({3, 1}, {1, 0, -1}, DType::f64)))) == std::vector<double>{-2, -2});
+    // transposed operands go to the GEMM with their transpose flag (no copy), in f64 and f32
+    for (DType dt : {DType::f64, DType::f32}) {
+        const Variable at = constant(a.value().to(dt)), w = constant(Tensor::from({2, 3}, {1, 0, -1, 2, 1, 0}, dt));
+        CHECK(vals(matmul(transpose(at), constant(Tensor::from({2, 1}, {1, -1}, dt)))) == std::vector<double>{-3, -3, -3});
+        CHECK(vals(matmul(at, transpose(w))) == std::vector<double>{-2, 4, -2, 13});
+        const Variable c = constant(Tensor::from({3, 2}, {1, 2, 3, 4, 5, 6}, dt));
+        CHECK(vals(matmul(transpose(w), transpose(c))) == std::vector<double>{5, 11, 17, 2, 4, 6, -1, -3, -5});
+    }
     CHECK(vals(relu(constant(Tensor::from({3}, {-1, 0, 2}, DType::f64)))) == std::vector<double>{0, 0, 2});
     CHECK(vals(leaky_relu(constant(Tensor::from({2}, {-2, 3}, DType::f64)), 0.5)) == std::vector<double>{-1, 3});
     const auto sm = vals(softmax(constant(Tensor::from({3}, {1, 2, 3}, DType::f64))));

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "tapegrad/autograd/batch_norm.hpp"
 #include "tapegrad/autograd/gradcheck.hpp"
 #include "tapegrad/autograd/ops.hpp"
 #include "tapegrad/autograd/pool.hpp"
@@ -13,6 +14,7 @@
 #include "tapegrad/nn/layers.hpp"
 #include "tapegrad/nn/module.hpp"
 #include "tapegrad/nn/schedule.hpp"
+#include "check_close.hpp"
 
 using namespace tg;
 
@@ -112,7 +114,7 @@ TEST_CASE("max pooling propagates NaN as PyTorch does", "[nn][layers][pool]") {
     CHECK(y[1] == 3);
 }
 
-TEST_CASE("batch norm in training mode: gradcheck and gradgradcheck through the composite", "[nn][layers][batchnorm][gradcheck]") {
+TEST_CASE("batch norm in training mode: gradcheck and gradgradcheck of the fused op", "[nn][layers][batchnorm][gradcheck]") {
     struct Case {
         const char* name;
         Shape x;
@@ -133,6 +135,117 @@ TEST_CASE("batch norm in training mode: gradcheck and gradgradcheck through the 
         INFO(g2.table());
         CHECK(g2.ok);
     }
+}
+
+namespace {
+
+// Batch norm in training mode composed of the plain differentiable ops (what the fused
+// ag::batch_norm replaced): the oracle of its values and gradients.
+ag::Variable batch_norm_composed(const ag::Variable& x, const ag::Variable& w, const ag::Variable& b, double eps) {
+    std::vector<int> axes{0};
+    for (int a = 2; a < x.ndim(); ++a) axes.push_back(a);
+    Shape st(x.shape().size(), 1);
+    st[1] = x.shape()[1];
+    const ag::Variable d = ag::sub(x, ag::mean(x, axes, true));
+    ag::Variable y = ag::mul(d, ag::rsqrt(ag::affine(ag::mean(ag::mul(d, d), axes, true), 1, eps)));
+    if (w.defined()) y = ag::mul(y, ag::reshape(w, st));
+    if (b.defined()) y = ag::add(y, ag::reshape(b, st));
+    return y;
+}
+
+using testclose::check_close;
+
+}  // namespace
+
+TEST_CASE("the fused batch norm matches the composition of plain ops, values and gradients", "[nn][layers][batchnorm]") {
+    struct Case {
+        const char* name;
+        Shape x;
+        bool weight, bias;
+        double offset;  // added to x: a mean far from 0 tests the two-pass variance
+    };
+    for (const Case& c : {Case{"[N, C]", {7, 3}, true, true, 0}, Case{"1-D, no bias", {3, 2, 5}, true, false, 0},
+                          Case{"2-D, no weight", {4, 3, 5, 6}, false, true, 0}, Case{"2-D, offset", {8, 4, 7, 7}, true, true, 50},
+                          Case{"3-D, neither", {2, 2, 3, 2, 4}, false, false, 0}})
+        for (DType dt : {DType::f64, DType::f32}) {
+            INFO(c.name << " " << dtype_name(dt));
+            const std::int64_t C = c.x[1];
+            const Tensor x0 = ag::affine(ag::constant(rnd(c.x, 11, -2, 2)), 1, c.offset).value().to(dt);
+            const Tensor gy = rnd(c.x, 12).to(dt);
+            auto run = [&](bool fused, bool create_graph) {
+                const ag::Variable x = ag::param(x0);
+                const ag::Variable w = c.weight ? ag::param(rnd({C}, 13, 0.5, 1.5).to(dt)) : ag::Variable();
+                const ag::Variable b = c.bias ? ag::param(rnd({C}, 14).to(dt)) : ag::Variable();
+                const ag::Variable y = fused ? ag::batch_norm(x, w, b, 1e-5) : batch_norm_composed(x, w, b, 1e-5);
+                std::vector<ag::Variable> in{x};
+                if (w.defined()) in.push_back(w);
+                if (b.defined()) in.push_back(b);
+                std::vector<Tensor> out{y.value()};
+                for (const ag::Variable& g : ag::grad({y}, in, {ag::constant(gy)}, false, create_graph)) out.push_back(g.value());
+                return out;
+            };
+            const double tol = dt == DType::f64 ? 1e-12 : 2e-5;
+            const std::vector<Tensor> ref = run(false, false), fast = run(true, false), graph = run(true, true);
+            REQUIRE(fast.size() == ref.size());
+            for (std::size_t i = 0; i < ref.size(); ++i) {
+                check_close(fast[i], ref[i], tol, i == 0 ? "y" : "a gradient, fused kernels");
+                check_close(graph[i], ref[i], tol, i == 0 ? "y" : "a gradient, the create_graph form");
+            }
+        }
+}
+
+TEST_CASE("batch norm in evaluation mode: values, gradients and gradcheck of channel_affine", "[nn][layers][batchnorm][gradcheck]") {
+    const Tensor x = rnd({3, 2, 4}, 21, -2, 2), mean = rnd({2}, 22), var = rnd({2}, 23, 0.5, 2);
+    const Tensor w = rnd({2}, 24, 0.5, 1.5), b = rnd({2}, 25);
+    // values by hand: (x − mean[c])/√(var[c] + eps)·w[c] + b[c]
+    const auto y = vals(nn::batch_norm_eval(ag::constant(x), mean, var, ag::constant(w), ag::constant(b), 1e-3));
+    const auto xv = x.values(), mv = mean.values(), vv = var.values(), wv = w.values(), bv = b.values();
+    for (std::size_t i = 0; i < xv.size(); ++i) {
+        const std::size_t c = i / 4 % 2;
+        CHECK(y[i] == Approx((xv[i] - mv[c]) / std::sqrt(vv[c] + 1e-3) * wv[c] + bv[c]).epsilon(1e-13));
+    }
+    const ag::Function f = [&](const std::vector<ag::Variable>& v) {
+        const ag::Variable e = nn::batch_norm_eval(v[0], mean, var, v[1], v[2], 1e-3);
+        return ag::mul(e, e);
+    };
+    const ag::CheckReport g1 = ag::gradcheck(f, {x, w, b});
+    INFO(g1.table());
+    CHECK(g1.ok);
+    const ag::CheckReport g2 = ag::gradgradcheck(f, {x, w, b});
+    INFO(g2.table());
+    CHECK(g2.ok);
+    CHECK_THROWS_WITH(nn::batch_norm_eval(ag::constant(x), mean, var, ag::constant(rnd({3}, 1)), ag::Variable()),
+                      Catch::Contains("weight has shape [3]"));
+}
+
+TEST_CASE("2-D max pooling (its own kernel) matches the N-d window-map kernel on a unit depth axis", "[nn][layers][pool]") {
+    struct Case {
+        Shape kernel, stride, padding, dilation;
+    };
+    // Small integers: ties everywhere, so the first-in-window-order rule is exercised; and a NaN.
+    Generator gen(5);
+    std::vector<double> v(2 * 3 * 9 * 11);
+    for (double& e : v) e = std::floor(gen.uniform() * 4) - 2;
+    v[40] = std::numeric_limits<double>::quiet_NaN();
+    for (const Case& c : {Case{{2, 2}, {2, 2}, {0, 0}, {1, 1}}, Case{{3, 3}, {2, 2}, {1, 1}, {1, 1}},
+                          Case{{3, 2}, {1, 2}, {1, 0}, {2, 1}}, Case{{2, 3}, {3, 1}, {1, 1}, {1, 2}},
+                          Case{{1, 1}, {1, 1}, {0, 0}, {1, 1}}})
+        for (DType dt : {DType::f64, DType::f32}) {
+            INFO("kernel " << shape_str(c.kernel) << " stride " << shape_str(c.stride) << " pad " << shape_str(c.padding)
+                           << " dilation " << shape_str(c.dilation) << " " << dtype_name(dt));
+            const Tensor x2 = Tensor::from({2, 3, 9, 11}, v, dt), x3 = x2.reshape({2, 3, 1, 9, 11});
+            auto with_depth = [](Shape s, std::int64_t d) {
+                s.insert(s.begin(), d);
+                return s;
+            };
+            const ConvGeometry g2 = ag::pool_geometry(x2.shape(), c.kernel, c.stride, c.padding, c.dilation);
+            const ConvGeometry g3 = ag::pool_geometry(x3.shape(), with_depth(c.kernel, 1), with_depth(c.stride, 1),
+                                                      with_depth(c.padding, 0), with_depth(c.dilation, 1));
+            CHECK(ag::max_pool_indices(x2, g2).values() == ag::max_pool_indices(x3, g3).values());
+            const auto a = ag::max_pool(ag::constant(x2), g2).value().values(), b = ag::max_pool(ag::constant(x3), g3).value().values();
+            REQUIRE(a.size() == b.size());
+            for (std::size_t i = 0; i < a.size(); ++i) CHECK((a[i] == b[i] || (std::isnan(a[i]) && std::isnan(b[i]))));
+        }
 }
 
 TEST_CASE("BatchNorm uses batch statistics in training and running statistics in eval", "[nn][layers][batchnorm]") {

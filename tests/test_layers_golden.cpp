@@ -12,6 +12,7 @@
 #include "tapegrad/autograd/pool.hpp"
 #include "tapegrad/core/npy.hpp"
 #include "tapegrad/nn/layers.hpp"
+#include "check_close.hpp"
 
 using namespace tg;
 
@@ -22,19 +23,7 @@ Tensor golden(const std::string& name, const std::string& key) {
     return read_npy(path.string(), key);
 }
 
-// max |a − e| ≤ tol·(1 + max|e|), element-wise in the worst case.
-void check_close(const Tensor& a, const Tensor& e, double tol, const std::string& what) {
-    INFO(what);
-    REQUIRE(a.shape() == e.shape());
-    const auto x = a.values(), y = e.values();
-    double worst = 0, scale = 0;
-    for (std::size_t i = 0; i < x.size(); ++i) {
-        worst = std::max(worst, std::fabs(x[i] - y[i]));
-        scale = std::max(scale, std::fabs(y[i]));
-    }
-    INFO("max abs diff " << worst << ", max |expected| " << scale);
-    CHECK(worst <= tol * (1 + scale));
-}
+using testclose::check_close;
 
 double tol_of(DType dt) { return dt == DType::f64 ? 1e-12 : 1e-5; }
 
