@@ -75,13 +75,39 @@ def time_ms(f, min_time):
     return statistics.median(ts)
 
 
+def _blas_set_threads():
+    """openblas_set_num_threads of the BLAS torch loaded, or None.
+
+    Debian's torch calls the system BLAS (libblas.so.3, by default OpenBLAS's pthreads
+    build), whose thread pool torch.set_num_threads does not reach: without this, torch's
+    default path ran its GEMMs on every core in "1 thread" runs (measured: torch.mm 1024^3
+    182 GFLOP/s "at 1 thread", 96 with the BLAS held to one thread)."""
+    import ctypes
+    for name in ("libblas.so.3", "libopenblas.so.0"):
+        try:
+            return ctypes.CDLL(name).openblas_set_num_threads
+        except (OSError, AttributeError):
+            pass
+    return None
+
+
+BLAS_SET_THREADS = _blas_set_threads()
+
+
+def set_threads(n):
+    """n threads for torch's own kernels and for the BLAS it calls."""
+    torch.set_num_threads(n)
+    if BLAS_SET_THREADS is not None:
+        BLAS_SET_THREADS(n)
+
+
 def sgemm_gflops():
     """torch.mm 1024x1024x1024 at 1 thread: the machine's speed right now."""
     saved = torch.get_num_threads()
-    torch.set_num_threads(1)
+    set_threads(1)
     a, b = torch.rand(1024, 1024), torch.rand(1024, 1024)
     ms = time_ms(lambda: torch.mm(a, b), 0.5)
-    torch.set_num_threads(saved)
+    set_threads(saved)
     return 2 * 1024 ** 3 / (ms * 1e6)
 
 
@@ -289,7 +315,7 @@ def main():
     torch.manual_seed(0)
     out = []
     for thr in a.threads:
-        torch.set_num_threads(thr)
+        set_threads(thr)
         results = []
         for s in shapes:
             name = s["name"]
