@@ -32,19 +32,15 @@ std::atomic<TransposedAlgo> g_transposed_algo{initial_transposed_algo()};
 
 // The stride-phase form drops the column buffer and the scatter-add, but rebuilds u's
 // patches for every phase (one element per Ig multiply-adds) and writes a phase with stride
-// s. Measured here (bench/RESULTS.md), min of 6 alternations, 1 thread: stride 1 (one
-// phase, contiguous writes; dilated_d2) 3.28 ms vs col2im 3.64; U-Net k2s2 12.6 vs 10.5,
-// dcgan k4s2 16.6 vs 12.4. So Auto takes it for stride-1 layers with rows to fill.
+// s. Auto used to take it for stride-1 layers (3.28 vs 3.64 ms on dilated_d2, Zen 5). Since
+// col2im touches only the band of each tile, col2im wins on every stride-1 layer measured
+// (Zen 4, 1 thread, alternated twice): dilated_d2 3.37 vs 4.30 ms, 3×3 128→64 at 16² 5.9 vs
+// 9.7, 1×1 2.8 vs 3.6, dilation 2 at 32² 12.5 vs 18.7, long 1-D 6.8 vs 9.1, 3-D 3.6 vs
+// 5.4; at 2 threads 3.0 vs 4.2 and 3.4 vs 7.6. So Auto is col2im; the phase form stays
+// selectable (set_transposed_algo, TAPEGRAD_TRANSPOSED=phases) and tested.
 bool use_phases(const ConvGeometry& g) {
     if (g.layout != Layout::NCX) return false;
-    switch (g_transposed_algo.load(std::memory_order_relaxed)) {
-        case TransposedAlgo::Col2im: return false;
-        case TransposedAlgo::Phases: return true;
-        case TransposedAlgo::Auto: break;
-    }
-    for (int a = 0; a < g.D(); ++a)
-        if (g.stride[a] != 1) return false;
-    return g.Ig >= 32;
+    return g_transposed_algo.load(std::memory_order_relaxed) == TransposedAlgo::Phases;
 }
 
 // The batch is cut into tiles of columns (positions of whole images, or chunks of one
