@@ -63,8 +63,6 @@ ConvGeometry base(const ConvParams& p, bool transposed, const std::string& op) {
     return g;
 }
 
-std::int64_t extent(const ConvGeometry& g, std::size_t a) { return g.dilation[a] * (g.kernel[a] - 1) + 1; }
-
 }  // namespace
 
 ConvGeometry ConvGeometry::forward(const ConvParams& p, const std::string& op) {
@@ -76,9 +74,9 @@ ConvGeometry ConvGeometry::forward(const ConvParams& p, const std::string& op) {
     for (std::size_t a = 0; a < D; ++a) {
         if (g.pad_end[a] < 0 || g.pad_end[a] > kLengthLimit)
             fail("pads_end", op, ": pads_end[", a, "]=", g.pad_end[a], " must be in [0, 2^62]");
-        const wide span = wide{p.in_size[a]} + g.pad_begin[a] + g.pad_end[a] - extent(g, a);
+        const wide span = wide{p.in_size[a]} + g.pad_begin[a] + g.pad_end[a] - g.extent(a);
         if (span < 0)
-            fail("kernel", op, ": on spatial axis ", a, " the dilated kernel (", extent(g, a), ") is longer than the padded input (",
+            fail("kernel", op, ": on spatial axis ", a, " the dilated kernel (", g.extent(a), ") is longer than the padded input (",
                  p.in_size[a], " + ", g.pad_begin[a], " + ", g.pad_end[a], ")");
         g.out_size.push_back(static_cast<std::int64_t>(span / g.stride[a] + 1));
     }
@@ -96,10 +94,10 @@ ConvGeometry ConvGeometry::transposed(const ConvParams& p, const std::string& op
         if (pe[a] < 0 || pe[a] > kLengthLimit) fail("pads_end", op, ": pads_end[", a, "]=", pe[a], " must be in [0, 2^62]");
         if (opad[a] < 0 || opad[a] > kLengthLimit)
             fail("output_padding", op, ": output_padding[", a, "]=", opad[a], " must be in [0, 2^62]");
-        const wide Y = wide{g.stride[a]} * (p.in_size[a] - 1) + extent(g, a) - g.pad_begin[a] - pe[a] + opad[a];
+        const wide Y = wide{g.stride[a]} * (p.in_size[a] - 1) + g.extent(a) - g.pad_begin[a] - pe[a] + opad[a];
         if (Y < 1)
             fail("pads_end", op, ": on spatial axis ", a, " the result size s*(X-1) + d*(K-1) + 1 - pads_begin - pads_end + output_padding = ",
-                 g.stride[a], "*", p.in_size[a] - 1, " + ", extent(g, a), " - ", g.pad_begin[a], " - ", pe[a], " + ", opad[a],
+                 g.stride[a], "*", p.in_size[a] - 1, " + ", g.extent(a), " - ", g.pad_begin[a], " - ", pe[a], " + ", opad[a],
                  " is < 1");
         if (Y > kLengthLimit) fail("stride", op, ": the result size on spatial axis ", a, " exceeds 2^62");
         g.in_size.push_back(static_cast<std::int64_t>(Y));
@@ -123,7 +121,7 @@ ConvGeometry ConvGeometry::transposed_to(const ConvParams& p, const Shape& resul
         g.in_size.push_back(result_size[a]);
         // The forward view's end padding, whatever its sign: the result may stop short of the
         // full length (cropping) or run past it (positions no input reaches are 0).
-        g.pad_end.push_back(static_cast<std::int64_t>(wide{g.stride[a]} * (p.in_size[a] - 1) + extent(g, a) -
+        g.pad_end.push_back(static_cast<std::int64_t>(wide{g.stride[a]} * (p.in_size[a] - 1) + g.extent(a) -
                                                       g.pad_begin[a] - result_size[a]));
     }
     g.validate(op);

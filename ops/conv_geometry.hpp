@@ -19,6 +19,10 @@ namespace tg {
 
 enum class Layout { NCX, NXC };
 
+// Integer division rounding down / up, for any signs of a and b > 0.
+inline std::int64_t floor_div(std::int64_t a, std::int64_t b) { return a / b - (a % b != 0 && a < 0); }
+inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return -floor_div(-a, b); }
+
 // Every length the kernels form (j·s + k·d − pb, X + pb) stays within ±2^62, far from the
 // int64 limits: the geometry constructors and the spec padding rules both enforce it.
 constexpr std::int64_t kMaxConvLength = std::int64_t{1} << 62;
@@ -61,6 +65,7 @@ struct ConvGeometry {
     std::int64_t in_numel() const;      // ∏X
     std::int64_t out_numel() const;     // ∏Y = P, the number of patches
     std::int64_t R() const { return Ig * kernel_numel(); }  // reduction length
+    std::int64_t extent(std::size_t a) const { return dilation[a] * (kernel[a] - 1) + 1; }  // eff = d·(K−1) + 1 on axis a
     Shape in_shape() const;      // full i-side tensor shape in `layout`
     Shape out_shape() const;     // full o-side tensor shape in `layout`
     Shape weight_shape() const;  // [G, Og, Ig, K...]

@@ -434,13 +434,9 @@ struct Band {
     std::int64_t i0, i1, o0, o1;
 };
 
-std::int64_t floor_div(std::int64_t a, std::int64_t b) { return a / b - (a % b != 0 && a < 0); }
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return -floor_div(-a, b); }
-
 // The i-side rows that the windows of o-side rows [o0, o1) read (forward, weight gradient).
 Band band_of_o_rows(const ConvGeometry& g, std::int64_t o0, std::int64_t o1) {
-    const std::int64_t s = g.stride[0], pb = g.pad_begin[0], X = g.in_size[0];
-    const std::int64_t eff = g.dilation[0] * (g.kernel[0] - 1) + 1;
+    const std::int64_t s = g.stride[0], pb = g.pad_begin[0], X = g.in_size[0], eff = g.extent(0);
     const std::int64_t i0 = std::clamp<std::int64_t>(o0 * s - pb, 0, X), i1 = std::clamp<std::int64_t>((o1 - 1) * s - pb + eff, i0, X);
     return {i0, i1, o0, o1};
 }
@@ -449,8 +445,7 @@ Band band_of_o_rows(const ConvGeometry& g, std::int64_t o0, std::int64_t o1) {
 // taken no later than the one whose first tap is at or before i0, so the band's pad_begin
 // stays >= 0; rows that reach nothing in the band cost a little work and change nothing.
 Band band_of_i_rows(const ConvGeometry& g, std::int64_t i0, std::int64_t i1) {
-    const std::int64_t s = g.stride[0], pb = g.pad_begin[0], Y = g.out_size[0];
-    const std::int64_t eff = g.dilation[0] * (g.kernel[0] - 1) + 1;
+    const std::int64_t s = g.stride[0], pb = g.pad_begin[0], Y = g.out_size[0], eff = g.extent(0);
     const std::int64_t o0 = std::clamp<std::int64_t>(std::min(ceil_div(i0 + pb - eff + 1, s), floor_div(i0 + pb, s)), 0, Y - 1);
     const std::int64_t o1 = std::clamp<std::int64_t>(floor_div(i1 - 1 + pb, s) + 1, o0 + 1, Y);
     return {i0, i1, o0, o1};
@@ -460,7 +455,7 @@ Band band_of_i_rows(const ConvGeometry& g, std::int64_t i0, std::int64_t i1) {
 // sizes, so shifting pad_begin by the band's offsets is all it takes.
 ConvGeometry band_geometry(const ConvGeometry& g, std::int64_t nb, const Band& b) {
     ConvGeometry gb = g;
-    const std::int64_t s = g.stride[0], eff = g.dilation[0] * (g.kernel[0] - 1) + 1;
+    const std::int64_t s = g.stride[0], eff = g.extent(0);
     gb.N = nb;
     gb.in_size[0] = b.i1 - b.i0;
     gb.out_size[0] = b.o1 - b.o0;

@@ -10,7 +10,6 @@ namespace tg {
 
 namespace {
 
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return a / b + (a % b != 0); }
 std::string num(std::int64_t v) { return std::to_string(v); }
 
 // The rules accept any int64 attribute, compute in 128 bits, and keep every derived

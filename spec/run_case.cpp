@@ -40,6 +40,13 @@ void check_result_size(const ResolvedOp& r, const CaseFile& c, DType dt) {
 
 }  // namespace
 
+std::string error_line(const std::exception& e) {
+    std::string msg = e.what();
+    for (char& ch : msg)
+        if (ch == '\n' || ch == '\r') ch = ' ';
+    return "error: " + msg;
+}
+
 void run_case(const std::string& path, double work_limit) {
     const CaseFile c = read_case(path);
     DType dt;

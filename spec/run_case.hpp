@@ -2,6 +2,7 @@
 // is this plus printing an exception as one `error:` line, and tests can run case files
 // in-process.
 #pragma once
+#include <exception>
 #include <string>
 
 namespace tg {
@@ -16,5 +17,9 @@ inline constexpr double kDefaultWorkLimit = 2e11;
 // renamed into place only when all are written. Refuses, before allocating, a result over
 // 4 GiB and a case over `work_limit` multiply-adds. Throws tg::Error naming the offending key.
 void run_case(const std::string& path, double work_limit = kDefaultWorkLimit);
+
+// The one line the command line prints for a failure: "error: " and the message with its
+// line breaks turned into spaces (no newline at the end).
+std::string error_line(const std::exception& e);
 
 }  // namespace tg

@@ -110,10 +110,7 @@ Exit run_in_process(const fs::path& case_path, const fs::path& err_path) {
         std::ofstream(err_path, std::ios::trunc);
         return {0};
     } catch (const std::exception& e) {
-        std::string msg = e.what();
-        std::replace(msg.begin(), msg.end(), '\n', ' ');
-        std::replace(msg.begin(), msg.end(), '\r', ' ');
-        std::ofstream(err_path, std::ios::trunc) << "error: " << msg << "\n";
+        std::ofstream(err_path, std::ios::trunc) << tg::error_line(e) << "\n";
         return {1};
     }
 }

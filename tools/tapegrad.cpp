@@ -35,8 +35,6 @@ std::int64_t output_padding_of(const CaseFile& c, std::size_t a) {
     return v && a < v->size() ? (*v)[a] : 0;
 }
 
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return a / b + (a % b != 0); }
-
 // Configurations that are legal but rarely what was meant, per axis, as "warning:" lines.
 std::vector<std::string> explain_warnings(const ResolvedOp& r, const CaseFile& c) {
     std::vector<std::string> w;
@@ -218,10 +216,7 @@ int main(int argc, char** argv) {
                      tg::clip_message(cmd, 80).c_str());
         return 1;
     } catch (const std::exception& e) {
-        std::string msg = e.what();
-        for (char& ch : msg)
-            if (ch == '\n' || ch == '\r') ch = ' ';
-        std::fprintf(stderr, "error: %s\n", msg.c_str());
+        std::fprintf(stderr, "%s\n", tg::error_line(e).c_str());
         return 1;
     } catch (...) {
         std::fprintf(stderr, "error: unexpected failure\n");
