@@ -29,17 +29,13 @@ void for_images(const ColTile& t, std::int64_t c0, std::int64_t c1, F&& f) {
 
 namespace {
 
-// One piece of an im2col row over a column range: `len` elements at dst offset `d` (in
-// units of the column layout), either zeros (src < 0) or src[t·sl] for t < len, src being
-// an offset from the start of the row's channel plane in image 0 of the tile.
-struct Segment {
-    std::int64_t d, len, src;
-};
-
-// The segments of tap kf over tile columns [c0, c1), split at panel boundaries. They are
-// the same for every channel, so a call lists them once per tap and replays them per row.
+// The runs of tap kf over tile columns [c0, c1), one per run of positions sharing their
+// outer coordinates, split at panel boundaries, at dst offsets in units of the column
+// layout; src is an offset from the start of the row's channel plane in image 0 of the tile.
+// They are the same for every channel, so a call lists them once per tap and replays them
+// for each channel.
 void list_segments(const Axes& ax, const ColTile& tile, std::int64_t kf, std::int64_t c0, std::int64_t c1,
-                   const PanelLayout& cl, std::vector<Segment>& out) {
+                   const PanelLayout& cl, std::vector<vec::LaneRun>& out) {
     out.clear();
     std::int64_t k[kMaxD];
     ax.unravel(kf, ax.K, k);
@@ -47,20 +43,16 @@ void list_segments(const Axes& ax, const ColTile& tile, std::int64_t kf, std::in
     for_images(tile, c0, c1, [&](std::int64_t ni, std::int64_t q0, std::int64_t q1, std::int64_t at0) {
         ax.for_runs(q0, q1, k, [&](std::int64_t at, std::int64_t len, bool ok, std::int64_t off, std::int64_t a0,
                                    std::int64_t kbase) {
-            std::int64_t lo = 0, hi = 0;
+            std::int64_t lo = 0, hi = 0;  // [lo, hi) from the input, zeros around it
             if (ok) ax.valid_range(a0, len, kbase, lo, hi);
             const std::int64_t c = at0 + at - c0;  // the run's first column, from c0
-            // the run's parts: [0, lo) zeros, [lo, hi) from the input, [hi, len) zeros
-            const std::int64_t bounds[4] = {0, lo, hi, len};
-            for (int part = 0; part < 3; ++part)
-                for (std::int64_t t = bounds[part]; t < bounds[part + 1];) {
-                    const std::int64_t rel = c + t;
-                    const std::int64_t piece =
-                        std::min(bounds[part + 1] - t, cl.panel ? cl.panel - rel % cl.panel : bounds[part + 1] - t);
-                    const std::int64_t src = part == 1 ? ni * image + off + (a0 + t) * sl + kbase : -1;
-                    out.push_back({cl.offset(rel), piece, src});
-                    t += piece;
-                }
+            for (std::int64_t t = 0; t < len;) {
+                const std::int64_t rel = c + t, piece = std::min(len - t, cl.panel ? cl.panel - rel % cl.panel : len - t);
+                const std::int64_t plo = std::clamp(lo - t, std::int64_t{0}, piece), phi = std::clamp(hi - t, plo, piece);
+                const std::int64_t src = phi > plo ? ni * image + off + (a0 + t + plo) * sl + kbase : 0;
+                out.push_back({src, cl.offset(rel), piece, plo, phi});
+                t += piece;
+            }
         });
     });
 }
@@ -72,29 +64,37 @@ void im2col_ncx(const ConvGeometry& g, const T* x, const ColTile& tile, std::int
                 std::int64_t r1, std::int64_t c0, std::int64_t c1, T* dst, const PanelLayout& rows,
                 const PanelLayout& cols) {
     const Axes ax(g);
-    const std::int64_t sl = ax.s[ax.D - 1], ldc = cols.ld;
-    thread_local std::vector<std::vector<Segment>> lists;
+    const std::int64_t sl = ax.s[ax.D - 1];
+    // Rows of the GEMM's B panels (the forward: col's rows contiguous), or columns of them
+    // (the weight gradient's colᵀ: col's rows become panel columns), made as plain rows and
+    // transposed a panel at a time.
+    const bool transposing = cols.ld != 1;
+    thread_local std::vector<std::vector<vec::LaneRun>> lists;
     lists.resize(static_cast<std::size_t>(std::min(ax.Kn, r1 - r0)));
     // Rows r = i·∏K + kf: list each tap's segments once, then replay them for each channel.
-    const std::int64_t first_kf = r0 % ax.Kn;
-    for (std::size_t l = 0; l < lists.size(); ++l)
-        list_segments(ax, tile, (first_kf + static_cast<std::int64_t>(l)) % ax.Kn, c0, c1, cols, lists[l]);
-    for (std::int64_t r = r0; r < r1; ++r) {
-        const std::int64_t i = r / ax.Kn;
-        const std::vector<Segment>& segs = lists[static_cast<std::size_t>((r - r0) % static_cast<std::int64_t>(lists.size()))];
-        const T* xc = x + (tile.n0 * ax.Ctot + group * g.Ig + i) * ax.Xn;
-        T* const row = dst + rows.offset(r - r0);
-        for (const Segment& sg : segs) {
-            T* d = row + sg.d;
-            if (sg.src < 0) {
-                if (ldc == 1) std::fill_n(d, sg.len, T(0));
-                else for (std::int64_t t = 0; t < sg.len; ++t) d[t * ldc] = T(0);
-            } else {
-                const T* src = xc + sg.src;
-                if (ldc == 1 && sl == 1) std::memcpy(d, src, static_cast<std::size_t>(sg.len) * sizeof(T));
-                else for (std::int64_t t = 0; t < sg.len; ++t) d[t * ldc] = src[t * sl];
-            }
+    const std::int64_t first_kf = r0 % ax.Kn, nl = static_cast<std::int64_t>(lists.size());
+    for (std::int64_t l = 0; l < nl; ++l)
+        list_segments(ax, tile, (first_kf + l) % ax.Kn, c0, c1, transposing ? PanelLayout{1} : cols, lists[static_cast<std::size_t>(l)]);
+    auto plane = [&](std::int64_t r) { return x + (tile.n0 * ax.Ctot + group * g.Ig + r / ax.Kn) * ax.Xn; };
+    if (!transposing) {  // each tap's runs, replayed for its channels
+        for (std::int64_t l = 0; l < nl; ++l) {
+            const std::vector<vec::LaneRun>& segs = lists[static_cast<std::size_t>(l)];
+            vec::copy_runs(segs.data(), static_cast<std::int64_t>(segs.size()), plane(r0 + l), sl, dst + rows.offset(l),
+                           (r1 - r0 - l + ax.Kn - 1) / ax.Kn, ax.Xn, ax.Kn * rows.ld);
         }
+        return;
+    }
+    const std::int64_t n = c1 - c0, width = rows.panel;
+    thread_local Buffer<T> plain;
+    if (plain.size() < width * n) plain = Buffer<T>(width * n);
+    for (std::int64_t p0 = r0; p0 < r1; p0 += width) {  // the panel of rows [p0, p1), a tap at a time
+        const std::int64_t p1 = std::min(r1, p0 + width);
+        for (std::int64_t r = p0; r < std::min(p1, p0 + ax.Kn); ++r) {
+            const std::vector<vec::LaneRun>& segs = lists[static_cast<std::size_t>((r - r0) % nl)];
+            vec::copy_runs(segs.data(), static_cast<std::int64_t>(segs.size()), plane(r), sl, plain.data() + (r - p0) * n,
+                           (p1 - r + ax.Kn - 1) / ax.Kn, ax.Xn, ax.Kn * n);
+        }
+        vec::transpose(plain.data(), n, p1 - p0, n, dst + rows.offset(p0 - r0), cols.ld);
     }
 }
 

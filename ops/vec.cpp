@@ -10,7 +10,11 @@ namespace tg::vec {
     template <class T> void fma_##SUFFIX(std::int64_t n, const T* a, const T* b, T* y);      \
     template <class T> T dot_##SUFFIX(std::int64_t n, const T* x, const T* y);              \
     template <class T> void interleave2_##SUFFIX(std::int64_t n, const T* a, const T* b, T* out, bool add);  \
-    template <class T> void add_runs_##SUFFIX(const Run* runs, std::int64_t n, const T* src, T* dst);
+    template <class T> void add_runs_##SUFFIX(const Run* runs, std::int64_t n, const T* src, T* dst);  \
+    template <class T> void copy_runs_##SUFFIX(const LaneRun* runs, std::int64_t n, const T* src, std::int64_t step, T* dst,  \
+                                               std::int64_t count, std::int64_t ss, std::int64_t ds);  \
+    template <class T> void transpose_##SUFFIX(const T* src, std::int64_t lds, std::int64_t rows, std::int64_t cols, \
+                                               T* dst, std::int64_t ldd);
 TG_VEC_DECLARE(avx2)
 TG_VEC_DECLARE(avx512)
 #undef TG_VEC_DECLARE
@@ -71,6 +75,40 @@ void add_runs(const Run* runs, std::int64_t n, const T* src, T* dst) {
         for (std::int64_t e = 0; e < runs[r].len; ++e) dst[runs[r].dst + e] += src[runs[r].src + e];
 }
 
+template <class T>
+void copy_runs(const LaneRun* runs, std::int64_t n, const T* src, std::int64_t step, T* dst, std::int64_t count,
+               std::int64_t src_stride, std::int64_t dst_stride) {
+    switch (simd::active()) {
+        case simd::Isa::avx512: return copy_runs_avx512(runs, n, src, step, dst, count, src_stride, dst_stride);
+        case simd::Isa::avx2: return copy_runs_avx2(runs, n, src, step, dst, count, src_stride, dst_stride);
+        case simd::Isa::scalar: break;
+    }
+    for (std::int64_t r = 0; r < n; ++r)
+        for (std::int64_t c = 0; c < count; ++c) {
+            const LaneRun& u = runs[r];
+            T* d = dst + u.dst + c * dst_stride;
+            for (std::int64_t e = 0; e < u.len; ++e)
+                d[e] = e >= u.lo && e < u.hi ? src[u.src + c * src_stride + (e - u.lo) * step] : T(0);
+        }
+}
+
+template <class T>
+void transpose(const T* src, std::int64_t lds, std::int64_t rows, std::int64_t cols, T* dst, std::int64_t ldd) {
+    switch (simd::active()) {
+        case simd::Isa::avx512: return transpose_avx512(src, lds, rows, cols, dst, ldd);
+        case simd::Isa::avx2: return transpose_avx2(src, lds, rows, cols, dst, ldd);
+        case simd::Isa::scalar: break;
+    }
+    for (std::int64_t r = 0; r < rows; ++r)
+        for (std::int64_t c = 0; c < cols; ++c) dst[c * ldd + r] = src[r * lds + c];
+}
+
+template void transpose<float>(const float*, std::int64_t, std::int64_t, std::int64_t, float*, std::int64_t);
+template void transpose<double>(const double*, std::int64_t, std::int64_t, std::int64_t, double*, std::int64_t);
+template void copy_runs<float>(const LaneRun*, std::int64_t, const float*, std::int64_t, float*, std::int64_t, std::int64_t,
+                              std::int64_t);
+template void copy_runs<double>(const LaneRun*, std::int64_t, const double*, std::int64_t, double*, std::int64_t, std::int64_t,
+                               std::int64_t);
 template void interleave2<float>(std::int64_t, const float*, const float*, float*, bool);
 template void interleave2<double>(std::int64_t, const double*, const double*, double*, bool);
 template void add_runs<float>(const Run*, std::int64_t, const float*, float*);

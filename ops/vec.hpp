@@ -23,5 +23,22 @@ struct Run {
 };
 // dst[r.dst + e] += src[r.src + e] for every run r and e < r.len, runs in order.
 template <class T> void add_runs(const Run* runs, std::int64_t n, const T* src, T* dst);
+// A run of `len` destination elements of which [lo, hi) come from the source, from offset
+// `src` (the element of lane lo) on, and the rest are zeros.
+struct LaneRun {
+    std::int64_t src, dst, len, lo, hi;
+};
+// For every run r, c < count and e < r.len: dst[r.dst + c·dst_stride + e] =
+// src[r.src + c·src_stride + (e − r.lo)·step] for e in [r.lo, r.hi), else 0. im2col's rows:
+// the runs of one tap, replayed for `count` channels, `step` being the last-axis stride.
+// On AVX-512, steps 1 and 2 are one masked vector (two loads and a lane shuffle for step 2)
+// per 16 elements, zeros included.
+template <class T>
+void copy_runs(const LaneRun* runs, std::int64_t n, const T* src, std::int64_t step, T* dst, std::int64_t count,
+               std::int64_t src_stride, std::int64_t dst_stride);
+// dst[c·ldd + r] = src[r·lds + c] for r < rows, c < cols: W × W blocks transposed in
+// registers, the edges element by element.
+template <class T>
+void transpose(const T* src, std::int64_t lds, std::int64_t rows, std::int64_t cols, T* dst, std::int64_t ldd);
 
 }  // namespace tg::vec

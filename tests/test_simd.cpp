@@ -138,3 +138,56 @@ TEST_CASE("vector kernels (axpy, fma, dot) match plain loops at every instructio
     }
     simd::force(before);
 }
+
+namespace {
+
+// copy_runs on one run replayed `count` times, against its definition. The source holds
+// exactly the elements the runs read (so that ASan sees any read past them), and the
+// destination's elements outside the runs must keep their sentinel.
+template <class T>
+void check_copy_runs(std::int64_t len, std::int64_t lo, std::int64_t hi, std::int64_t step, std::int64_t count) {
+    const std::int64_t ss = hi > lo ? (hi - lo - 1) * step + 1 + 3 : 5, ds = len + 2;
+    const std::int64_t n_src = hi > lo ? (count - 1) * ss + (hi - lo - 1) * step + 1 : 1;
+    std::vector<T> src(static_cast<std::size_t>(n_src));
+    for (std::int64_t i = 0; i < n_src; ++i) src[i] = T(i + 1);
+    std::vector<T> dst(static_cast<std::size_t>(count * ds + 1), T(-7)), want = dst;
+    const vec::LaneRun run{0, 1, len, lo, hi};
+    for (std::int64_t c = 0; c < count; ++c)
+        for (std::int64_t e = 0; e < len; ++e) want[1 + c * ds + e] = e >= lo && e < hi ? src[c * ss + (e - lo) * step] : T(0);
+    vec::copy_runs(&run, 1, src.data(), step, dst.data(), count, ss, ds);
+    CHECK(dst == want);
+}
+
+}  // namespace
+
+TEST_CASE("copy_runs (im2col rows) and transpose match their definitions at every instruction set", "[simd][vec]") {
+    const simd::Isa before = simd::active();
+    for (simd::Isa isa : simd::available()) {
+        simd::force(isa);
+        for (std::int64_t step : {1, 2, 3})
+            for (std::int64_t len : {0, 1, 7, 8, 15, 16, 17, 31, 32, 33, 40})
+                for (std::int64_t lo : {std::int64_t{0}, std::int64_t{1}, len / 2, len})
+                    for (std::int64_t hi : {lo, std::min(len, lo + 1), std::max(lo, len - 1), len})
+                        for (std::int64_t count : {1, 3}) {
+                            INFO(simd::isa_name(isa) << " step " << step << " len " << len << " lo " << lo << " hi " << hi
+                                                     << " count " << count);
+                            if (lo > len || hi > len || hi < lo) continue;
+                            check_copy_runs<float>(len, lo, hi, step, count);
+                            check_copy_runs<double>(len, lo, hi, step, count);
+                        }
+        for (auto [rows, cols] : {std::pair<std::int64_t, std::int64_t>{32, 256}, {16, 16}, {8, 8}, {33, 17}, {5, 40}, {1, 1}}) {
+            INFO(simd::isa_name(isa) << " transpose " << rows << " x " << cols);
+            const std::int64_t lds = cols + 3, ldd = rows + 2;
+            std::vector<float> src(static_cast<std::size_t>(rows * lds)), dst(static_cast<std::size_t>(cols * ldd), -1.f), want = dst;
+            for (std::size_t i = 0; i < src.size(); ++i) src[i] = float(i);
+            for (std::int64_t r = 0; r < rows; ++r)
+                for (std::int64_t c = 0; c < cols; ++c) want[c * ldd + r] = src[r * lds + c];
+            vec::transpose(src.data(), lds, rows, cols, dst.data(), ldd);
+            CHECK(dst == want);
+            std::vector<double> srcd(src.begin(), src.end()), dstd(dst.size(), -1.0), wantd(want.begin(), want.end());
+            vec::transpose(srcd.data(), lds, rows, cols, dstd.data(), ldd);
+            CHECK(dstd == wantd);
+        }
+    }
+    simd::force(before);
+}
