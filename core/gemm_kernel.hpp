@@ -83,53 +83,71 @@ inline void pack_b(bool trans, std::int64_t kc, std::int64_t n, const float* b, 
         pack_panel<NR>(!trans, kc, n - j0 < NR ? n - j0 : NR, trans ? b + j0 * ldb : b + j0, ldb, dst);
 }
 
-// C[m × n] = alpha · Σ_k a[k][r] b[k][c] + beta · C for one micro-tile (m ≤ MR, n ≤ NR);
-// beta == 0 never reads C.
-template <class Arch>
-inline void micro_kernel(std::int64_t kc, const float* __restrict a, const float* __restrict b, float* c,
-                         std::int64_t ldc, float alpha, float beta, int m, int n) {
+// C[m × n] = alpha · Σ_k a[k][r] b[k][c] + beta · C for one micro-tile (m ≤ ROWS ≤ MR,
+// n ≤ NV·W); beta == 0 never reads C. `a` holds MR-row panels (k-major, MR floats per k)
+// of which the first ROWS rows are used, `b` NR-wide ones of which the first NV vectors.
+template <class Arch, int ROWS, int NV>
+inline void micro_kernel_fixed(std::int64_t kc, const float* __restrict a, const float* __restrict b, float* c,
+                               std::int64_t ldc, float alpha, float beta, int m, int n) {
     using P = Params<Arch>;
     using V = typename P::V;
     constexpr int MR = P::MR, W = P::W;
-    V acc0[MR], acc1[MR];
+    V acc[ROWS][NV];
 #pragma GCC unroll 16
-    for (int r = 0; r < MR; ++r) {
-        acc0[r] = V(0.f);
-        acc1[r] = V(0.f);
-    }
+    for (int r = 0; r < ROWS; ++r)
+#pragma GCC unroll 2
+        for (int v = 0; v < NV; ++v) acc[r][v] = V(0.f);
     for (std::int64_t k = 0; k < kc; ++k) {
-        const V b0 = V::load_aligned(b), b1 = V::load_aligned(b + W);
+        V bv[NV];
+#pragma GCC unroll 2
+        for (int v = 0; v < NV; ++v) bv[v] = V::load_aligned(b + v * W);
 #pragma GCC unroll 16
-        for (int r = 0; r < MR; ++r) {
+        for (int r = 0; r < ROWS; ++r) {
             const V ar(a[r]);
-            acc0[r] = xsimd::fma(ar, b0, acc0[r]);
-            acc1[r] = xsimd::fma(ar, b1, acc1[r]);
+#pragma GCC unroll 2
+            for (int v = 0; v < NV; ++v) acc[r][v] = xsimd::fma(ar, bv[v], acc[r][v]);
         }
         a += MR;
         b += 2 * W;
     }
     const V va(alpha), vb(beta);
-    if (m == MR && n == 2 * W) {
+    if (m == ROWS && n == NV * W) {
 #pragma GCC unroll 16
-        for (int r = 0; r < MR; ++r) {
+        for (int r = 0; r < ROWS; ++r) {
             float* cr = c + r * ldc;
-            V o0 = acc0[r] * va, o1 = acc1[r] * va;
-            if (beta != 0.f) {
-                o0 = xsimd::fma(V::load_unaligned(cr), vb, o0);
-                o1 = xsimd::fma(V::load_unaligned(cr + W), vb, o1);
+#pragma GCC unroll 2
+            for (int v = 0; v < NV; ++v) {
+                V o = acc[r][v] * va;
+                if (beta != 0.f) o = xsimd::fma(V::load_unaligned(cr + v * W), vb, o);
+                o.store_unaligned(cr + v * W);
             }
-            o0.store_unaligned(cr);
-            o1.store_unaligned(cr + W);
         }
         return;
     }
-    alignas(64) float tile[2 * W];
+    alignas(64) float tile[NV * W];
     for (int r = 0; r < m; ++r) {
-        (acc0[r] * va).store_aligned(tile);
-        (acc1[r] * va).store_aligned(tile + W);
+        for (int v = 0; v < NV; ++v) (acc[r][v] * va).store_aligned(tile + v * W);
         float* cr = c + r * ldc;
         for (int j = 0; j < n; ++j) cr[j] = beta != 0.f ? tile[j] + beta * cr[j] : tile[j];
     }
+}
+
+// The micro-tile for m ≤ MR rows and n ≤ NR columns: the full MR × NR kernel, or on an edge
+// one that computes only the rows (a third, two thirds or all of MR) and vectors (one or
+// two) that the tile has, so that a GEMM with M = 32 or N = 48 does not pay for 36 rows or
+// 64 columns.
+template <class Arch>
+inline void micro_kernel(std::int64_t kc, const float* __restrict a, const float* __restrict b, float* c,
+                         std::int64_t ldc, float alpha, float beta, int m, int n) {
+    constexpr int MR = Params<Arch>::MR, W = Params<Arch>::W;
+    if (n > W) {
+        if (m > 2 * MR / 3) return micro_kernel_fixed<Arch, MR, 2>(kc, a, b, c, ldc, alpha, beta, m, n);
+        if (m > MR / 3) return micro_kernel_fixed<Arch, 2 * MR / 3, 2>(kc, a, b, c, ldc, alpha, beta, m, n);
+        return micro_kernel_fixed<Arch, MR / 3, 2>(kc, a, b, c, ldc, alpha, beta, m, n);
+    }
+    if (m > 2 * MR / 3) return micro_kernel_fixed<Arch, MR, 1>(kc, a, b, c, ldc, alpha, beta, m, n);
+    if (m > MR / 3) return micro_kernel_fixed<Arch, 2 * MR / 3, 1>(kc, a, b, c, ldc, alpha, beta, m, n);
+    return micro_kernel_fixed<Arch, MR / 3, 1>(kc, a, b, c, ldc, alpha, beta, m, n);
 }
 
 // The blocked GEMM; pack_b(k0, kc, j0, n, dst) packs op(B)[k0 .. k0+kc)[j0 .. j0+n) as

@@ -63,10 +63,13 @@ void check_gemm(const Case& c, bool ta, bool tb, float alpha, float beta, std::m
 TEST_CASE("f32 GEMM matches the f64 product at every instruction set", "[simd][gemm]") {
     const simd::Isa before = simd::active();
     std::mt19937_64 rng(5);
-    // Micro-tile edges (AVX2 6×16, AVX-512 12×32), several K blocks (KC = 256), several
-    // M blocks (MC = 168) and N blocks (NC = 3072), and degenerate sizes.
-    const std::vector<Case> cases = {{1, 1, 1},    {5, 7, 3},     {6, 16, 8},    {12, 32, 9},  {13, 33, 17},
-                                     {37, 45, 29}, {169, 65, 300}, {200, 40, 513}, {24, 3100, 5}, {3, 2, 0}};
+    // Micro-tile edges (AVX2 6×16, AVX-512 12×32) and each edge kernel (a third, two thirds
+    // or all of the rows, one or two vectors of columns; full and partial), several K blocks
+    // (KC = 256), several M blocks (MC = 168) and N blocks (NC = 3072), and degenerate sizes.
+    const std::vector<Case> cases = {{1, 1, 1},     {5, 7, 3},     {6, 16, 8},   {12, 32, 9},   {13, 33, 17},
+                                     {37, 45, 29},  {169, 65, 300}, {200, 40, 513}, {24, 3100, 5}, {3, 2, 0},
+                                     {4, 16, 7},    {8, 48, 20},   {32, 48, 300}, {64, 80, 33},  {20, 24, 10},
+                                     {2, 8, 4},     {10, 9, 6}};
     for (simd::Isa isa : simd::available()) {
         simd::force(isa);
         for (const Case& c : cases)
