@@ -62,23 +62,34 @@ void list_segments(const Axes& ax, const ColTile& tile, std::int64_t kf, std::in
 template <class T>
 void im2col_ncx(const ConvGeometry& g, const T* x, const ColTile& tile, std::int64_t group, std::int64_t r0,
                 std::int64_t r1, std::int64_t c0, std::int64_t c1, T* dst, const PanelLayout& rows,
-                const PanelLayout& cols) {
+                const PanelLayout& cols, Im2colLists& lists) {
     const Axes ax(g);
     const std::int64_t sl = ax.s[ax.D - 1];
     // Rows of the GEMM's B panels (the forward: col's rows contiguous), or columns of them
     // (the weight gradient's colᵀ: col's rows become panel columns), made as plain rows and
     // transposed a panel at a time.
     const bool transposing = cols.ld != 1;
-    thread_local std::vector<std::vector<vec::LaneRun>> lists;
-    lists.resize(static_cast<std::size_t>(std::min(ax.Kn, r1 - r0)));
-    // Rows r = i·∏K + kf: list each tap's segments once, then replay them for each channel.
-    const std::int64_t first_kf = r0 % ax.Kn, nl = static_cast<std::int64_t>(lists.size());
-    for (std::int64_t l = 0; l < nl; ++l)
-        list_segments(ax, tile, (first_kf + l) % ax.Kn, c0, c1, transposing ? PanelLayout{1} : cols, lists[static_cast<std::size_t>(l)]);
+    // Rows r = i·∏K + kf: each tap's runs are listed once (and kept while the columns stay
+    // the same), then replayed for each channel.
+    const PanelLayout cl = transposing ? PanelLayout{1} : cols;
+    if (lists.c0 != c0 || lists.c1 != c1 || lists.ld != cl.ld || lists.panel != cl.panel || lists.panel_stride != cl.panel_stride) {
+        lists.c0 = c0, lists.c1 = c1, lists.ld = cl.ld, lists.panel = cl.panel, lists.panel_stride = cl.panel_stride;
+        lists.taps.resize(static_cast<std::size_t>(ax.Kn));
+        lists.built.assign(static_cast<std::size_t>(ax.Kn), 0);
+    }
+    const std::int64_t first_kf = r0 % ax.Kn, nl = std::min(ax.Kn, r1 - r0);
+    auto runs_of = [&](std::int64_t l) -> const std::vector<vec::LaneRun>& {  // the runs of row r0 + l's tap
+        const std::size_t kf = static_cast<std::size_t>((first_kf + l) % ax.Kn);
+        if (!lists.built[kf]) {
+            list_segments(ax, tile, static_cast<std::int64_t>(kf), c0, c1, cl, lists.taps[kf]);
+            lists.built[kf] = 1;
+        }
+        return lists.taps[kf];
+    };
     auto plane = [&](std::int64_t r) { return x + (tile.n0 * ax.Ctot + group * g.Ig + r / ax.Kn) * ax.Xn; };
     if (!transposing) {  // each tap's runs, replayed for its channels
         for (std::int64_t l = 0; l < nl; ++l) {
-            const std::vector<vec::LaneRun>& segs = lists[static_cast<std::size_t>(l)];
+            const std::vector<vec::LaneRun>& segs = runs_of(l);
             vec::copy_runs(segs.data(), static_cast<std::int64_t>(segs.size()), plane(r0 + l), sl, dst + rows.offset(l),
                            (r1 - r0 - l + ax.Kn - 1) / ax.Kn, ax.Xn, ax.Kn * rows.ld);
         }
@@ -90,7 +101,7 @@ void im2col_ncx(const ConvGeometry& g, const T* x, const ColTile& tile, std::int
     for (std::int64_t p0 = r0; p0 < r1; p0 += width) {  // the panel of rows [p0, p1), a tap at a time
         const std::int64_t p1 = std::min(r1, p0 + width);
         for (std::int64_t r = p0; r < std::min(p1, p0 + ax.Kn); ++r) {
-            const std::vector<vec::LaneRun>& segs = lists[static_cast<std::size_t>((r - r0) % nl)];
+            const std::vector<vec::LaneRun>& segs = runs_of(r - r0);
             vec::copy_runs(segs.data(), static_cast<std::int64_t>(segs.size()), plane(r), sl, plain.data() + (r - p0) * n,
                            (p1 - r + ax.Kn - 1) / ax.Kn, ax.Xn, ax.Kn * n);
         }
@@ -191,10 +202,11 @@ template void im2col_nxc<float>(const ConvGeometry&, const float*, const ColTile
 template void im2col_nxc<double>(const ConvGeometry&, const double*, const ColTile&, std::int64_t, std::int64_t,
                              std::int64_t, double*);
 template void im2col_ncx<float>(const ConvGeometry&, const float*, const ColTile&, std::int64_t, std::int64_t,
-                                std::int64_t, std::int64_t, std::int64_t, float*, const PanelLayout&, const PanelLayout&);
+                                std::int64_t, std::int64_t, std::int64_t, float*, const PanelLayout&, const PanelLayout&,
+                                Im2colLists&);
 template void im2col_ncx<double>(const ConvGeometry&, const double*, const ColTile&, std::int64_t, std::int64_t,
                                  std::int64_t, std::int64_t, std::int64_t, double*, const PanelLayout&,
-                                 const PanelLayout&);
+                                 const PanelLayout&, Im2colLists&);
 template void col2im<float>(const ConvGeometry&, const float*, const ColTile&, std::int64_t, std::int64_t, std::int64_t,
                             std::int64_t, std::int64_t, float*);
 template void col2im<double>(const ConvGeometry&, const double*, const ColTile&, std::int64_t, std::int64_t,

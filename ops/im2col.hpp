@@ -15,7 +15,10 @@
 #pragma once
 #include <cstdint>
 
+#include <vector>
+
 #include "tapegrad/ops/conv_geometry.hpp"
+#include "tapegrad/ops/vec.hpp"
 
 namespace tg {
 
@@ -37,13 +40,21 @@ struct PanelLayout {
     std::int64_t offset(std::int64_t rel) const { return panel ? rel / panel * panel_stride + rel % panel * ld : rel * ld; }
 };
 
+// The runs im2col_ncx lists for each tap, kept across its calls for the same columns (a
+// GEMM's successive K blocks). One per GEMM call and thread, for one tile.
+struct Im2colLists {
+    std::int64_t c0 = -1, c1 = -1, ld = 0, panel = 0, panel_stride = 0;
+    std::vector<std::vector<vec::LaneRun>> taps;
+    std::vector<char> built;
+};
+
 // NCX only: rows [r0, r1) × columns [c0, c1) of the tile's col matrix, element (r, c) written
 // to dst[rows.offset(r − r0) + cols.offset(c − c0)], so that a GEMM can pack op(B) or op(B)ᵀ
 // straight from the input.
 template <class T>
 void im2col_ncx(const ConvGeometry& g, const T* x, const ColTile& tile, std::int64_t group, std::int64_t r0,
                 std::int64_t r1, std::int64_t c0, std::int64_t c1, T* dst, const PanelLayout& rows,
-                const PanelLayout& cols);
+                const PanelLayout& cols, Im2colLists& lists);
 
 // Adds the columns of images [ni0, ni1) of the tile into channels [i0, i1) of the group.
 // Sums run in a fixed order (taps, then positions), whatever the split.
