@@ -9,12 +9,14 @@
 // The B micro-panel (KC·NR floats) stays in L1 while the A block streams from L2.
 // Included only by the per-architecture translation units.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
 #include <xsimd/xsimd.hpp>
 
 #include "tapegrad/core/gemm_kernels.hpp"
+#include "tapegrad/core/transpose_kernel.hpp"
 #include "tapegrad/core/workspace.hpp"
 
 namespace tg::simd_gemm {
@@ -31,7 +33,7 @@ struct Params {
 // Copies a `w`-wide micro-panel: dst[k][0, w) = op(X)[k][0, w) for k in [0, kc), zero-padded
 // to `width`. `rows` says op(X)[k][·] is contiguous (X[k·ld + ·]); otherwise it is the
 // column X[· · ld + k], and the k loop runs outermost so every source row streams.
-template <int width>
+template <class Arch, int width>
 inline void pack_panel(bool rows, std::int64_t kc, std::int64_t w, const float* x, std::int64_t ld, float* dst) {
     if (rows) {
         for (std::int64_t k = 0; k < kc; ++k, dst += width) {
@@ -48,21 +50,44 @@ inline void pack_panel(bool rows, std::int64_t kc, std::int64_t w, const float* 
     }
     const float* src[width];
     for (std::int64_t c = 0; c < width; ++c) src[c] = x + (c < w ? c : 0) * ld;
+    // W columns of X (up to W rows of the panel, zero vectors past w) at a time, transposed
+    // in registers into W rows of the panel; the last kc mod W rows element by element.
+    using V = xsimd::batch<float, Arch>;
+    constexpr std::int64_t W = V::size;
+    std::int64_t k0 = 0;
+    for (; k0 + W <= kc; k0 += W) {
+        for (std::int64_t c0 = 0; c0 < width; c0 += W) {
+            const std::int64_t cnt = std::min<std::int64_t>(W, width - c0);
+            V v[W];
+            for (std::int64_t i = 0; i < W; ++i) v[i] = c0 + i < w && i < cnt ? V::load_unaligned(src[c0 + i] + k0) : V(0.f);
+            simd_kernel::transpose_in_registers<Arch, float>(v);
+            for (std::int64_t i = 0; i < W; ++i) {
+                if (cnt == W) {
+                    v[i].store_unaligned(dst + (k0 + i) * width + c0);
+                } else {
+                    alignas(64) float row[W];
+                    v[i].store_aligned(row);
+                    std::memcpy(dst + (k0 + i) * width + c0, row, sizeof(float) * static_cast<std::size_t>(cnt));
+                }
+            }
+        }
+    }
+    dst += k0 * width;
     if (w == width) {
-        for (std::int64_t k = 0; k < kc; ++k, dst += width)
+        for (std::int64_t k = k0; k < kc; ++k, dst += width)
 #pragma GCC unroll 32
             for (int c = 0; c < width; ++c) dst[c] = src[c][k];
     } else {
-        for (std::int64_t k = 0; k < kc; ++k, dst += width)
+        for (std::int64_t k = k0; k < kc; ++k, dst += width)
             for (int c = 0; c < width; ++c) dst[c] = c < w ? src[c][k] : 0.f;
     }
 }
 
 // dst[p][k][r]: the MR-row panels of rows [0, m) of op(A), k in [0, kc).
-template <int MR>
+template <class Arch, int MR>
 inline void pack_a(bool trans, std::int64_t m, std::int64_t kc, const float* a, std::int64_t lda, float* dst) {
     for (std::int64_t i0 = 0; i0 < m; i0 += MR, dst += MR * kc)  // op(A)[i][k] = trans ? a[k·lda + i] : a[i·lda + k]
-        pack_panel<MR>(trans, kc, m - i0 < MR ? m - i0 : MR, trans ? a + i0 : a + i0 * lda, lda, dst);
+        pack_panel<Arch, MR>(trans, kc, m - i0 < MR ? m - i0 : MR, trans ? a + i0 : a + i0 * lda, lda, dst);
 }
 
 // All of op(A) [M × K] packed for sgemm_blocked's `a_packed`: for each KC block of k, the
@@ -73,14 +98,14 @@ void pack_a_all(bool ta, std::int64_t M, std::int64_t K, const float* a, std::in
     using P = Params<Arch>;
     const std::int64_t Mpad = (M + P::MR - 1) / P::MR * P::MR;
     for (std::int64_t pc = 0; pc < K; pc += P::KC)
-        pack_a<P::MR>(ta, M, K - pc < P::KC ? K - pc : P::KC, ta ? a + pc * lda : a + pc, lda, dst + pc * Mpad);
+        pack_a<Arch, P::MR>(ta, M, K - pc < P::KC ? K - pc : P::KC, ta ? a + pc * lda : a + pc, lda, dst + pc * Mpad);
 }
 
 // dst[q][k][c]: the NR-column panels of columns [0, n) of op(B), k in [0, kc).
-template <int NR>
+template <class Arch, int NR>
 inline void pack_b(bool trans, std::int64_t kc, std::int64_t n, const float* b, std::int64_t ldb, float* dst) {
     for (std::int64_t j0 = 0; j0 < n; j0 += NR, dst += NR * kc)  // op(B)[k][j] = trans ? b[j·ldb + k] : b[k·ldb + j]
-        pack_panel<NR>(!trans, kc, n - j0 < NR ? n - j0 : NR, trans ? b + j0 * ldb : b + j0, ldb, dst);
+        pack_panel<Arch, NR>(!trans, kc, n - j0 < NR ? n - j0 : NR, trans ? b + j0 * ldb : b + j0, ldb, dst);
 }
 
 // C[m × n] = alpha · Σ_k a[k][r] b[k][c] + beta · C for one micro-tile (m ≤ ROWS ≤ MR,
@@ -185,7 +210,7 @@ void sgemm_blocked(bool ta, std::int64_t M, std::int64_t N, std::int64_t K, floa
                 // One block of A: pack it once, then each B micro-panel right before the
                 // micro-kernels that use it, so packed B never leaves L1 (or the whole block).
                 const float* ap = a_packed ? a_packed + pc * Mpad : ap_data;
-                if (!a_packed) pack_a<MR>(ta, M, kc, ta ? A + pc * lda : A + pc, lda, ap_data);
+                if (!a_packed) pack_a<Arch, MR>(ta, M, kc, ta ? A + pc * lda : A + pc, lda, ap_data);
                 if (!panel_at_a_time) pack_b_block(pc, kc, jc, nc, bp_data);
                 for (std::int64_t jr = 0; jr < nc; jr += NR) {
                     const std::int64_t n = nc - jr < NR ? nc - jr : NR;
@@ -201,7 +226,7 @@ void sgemm_blocked(bool ta, std::int64_t M, std::int64_t N, std::int64_t K, floa
             for (std::int64_t ic = 0; ic < M; ic += P::MC) {
                 const std::int64_t mc = M - ic < P::MC ? M - ic : P::MC;
                 const float* ap = a_packed ? a_packed + pc * Mpad + ic * kc : ap_data;
-                if (!a_packed) pack_a<MR>(ta, mc, kc, ta ? A + pc * lda + ic : A + ic * lda + pc, lda, ap_data);
+                if (!a_packed) pack_a<Arch, MR>(ta, mc, kc, ta ? A + pc * lda + ic : A + ic * lda + pc, lda, ap_data);
                 for (std::int64_t jr = 0; jr < nc; jr += NR) {
                     const int n = static_cast<int>(nc - jr < NR ? nc - jr : NR);
                     const float* bpanel = bp_data + jr * kc;
@@ -221,7 +246,7 @@ void sgemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, flo
            std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc,
            const float* a_packed) {
     auto pack = [&](std::int64_t k0, std::int64_t kc, std::int64_t j0, std::int64_t n, float* dst) {
-        pack_b<Params<Arch>::NR>(tb, kc, n, tb ? B + j0 * ldb + k0 : B + k0 * ldb + j0, ldb, dst);
+        pack_b<Arch, Params<Arch>::NR>(tb, kc, n, tb ? B + j0 * ldb + k0 : B + k0 * ldb + j0, ldb, dst);
     };
     sgemm_blocked<Arch>(ta, M, N, K, alpha, A, lda, pack, beta, C, ldc, a_packed);
 }

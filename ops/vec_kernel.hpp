@@ -7,6 +7,7 @@
 
 #include <xsimd/xsimd.hpp>
 
+#include "tapegrad/core/transpose_kernel.hpp"
 #include "tapegrad/ops/vec.hpp"
 
 namespace tg::vec::kernel {
@@ -195,33 +196,6 @@ void copy_runs(const LaneRun* runs, std::int64_t nruns, const T* src, std::int64
     }
 }
 
-// The W×W transpose in registers, as log2(W) stages of swapping the off-diagonal h × h
-// blocks of every 2h × 2h block: lanes with bit h set take the partner vector's lanes
-// shifted up by h, and the partner takes this vector's lanes shifted down by h.
-template <class U, std::size_t h, bool up>
-struct ShiftLanes {
-    static constexpr U get(std::size_t j, std::size_t n) { return static_cast<U>(up ? (j + n - h) % n : (j + h) % n); }
-};
-template <std::size_t h>
-struct BitClear {
-    static constexpr bool get(std::size_t j, std::size_t) { return (j & h) == 0; }
-};
-template <class Arch, class T, std::size_t h>
-void transpose_stage(xsimd::batch<T, Arch>* v) {
-    using V = xsimd::batch<T, Arch>;
-    using U = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
-    constexpr auto up = xsimd::make_batch_constant<xsimd::batch<U, Arch>, ShiftLanes<U, h, true>>();
-    constexpr auto down = xsimd::make_batch_constant<xsimd::batch<U, Arch>, ShiftLanes<U, h, false>>();
-    constexpr auto keep = xsimd::make_batch_bool_constant<V, BitClear<h>>();
-    for (std::size_t i = 0; i < V::size; ++i)
-        if ((i & h) == 0) {
-            const V a = v[i], b = v[i + h];
-            v[i] = xsimd::select(keep, a, xsimd::swizzle(b, up));
-            v[i + h] = xsimd::select(keep, xsimd::swizzle(a, down), b);
-        }
-    if constexpr (h > 1) transpose_stage<Arch, T, h / 2>(v);
-}
-
 template <class Arch, class T>
 void transpose(const T* src, std::int64_t lds, std::int64_t rows, std::int64_t cols, T* dst, std::int64_t ldd) {
     using V = xsimd::batch<T, Arch>;
@@ -231,7 +205,7 @@ void transpose(const T* src, std::int64_t lds, std::int64_t rows, std::int64_t c
     for (std::int64_t r0 = 0; r0 < rv; r0 += W)
         for (std::int64_t c0 = 0; c0 < cv; c0 += W) {
             for (std::int64_t i = 0; i < W; ++i) v[i] = V::load_unaligned(src + (r0 + i) * lds + c0);
-            transpose_stage<Arch, T, W / 2>(v);
+            simd_kernel::transpose_in_registers<Arch, T>(v);
             for (std::int64_t i = 0; i < W; ++i) v[i].store_unaligned(dst + (c0 + i) * ldd + r0);
         }
     for (std::int64_t r = 0; r < rows; ++r)  // the edges: rows past rv, columns past cv
