@@ -61,13 +61,16 @@ inline void pack_panel(bool rows, std::int64_t kc, std::int64_t w, const float* 
             V v[W];
             for (std::int64_t i = 0; i < W; ++i) v[i] = c0 + i < w && i < cnt ? V::load_unaligned(src[c0 + i] + k0) : V(0.f);
             simd_kernel::transpose_in_registers<Arch, float>(v);
+            // A panel narrower than W (MR rows): a whole vector per row, spilling into the
+            // next row's first columns, which that row's store then overwrites; the last row
+            // goes through a buffer.
             for (std::int64_t i = 0; i < W; ++i) {
-                if (cnt == W) {
+                if (cnt == W || (c0 == 0 && i + 1 < W)) {
                     v[i].store_unaligned(dst + (k0 + i) * width + c0);
                 } else {
                     alignas(64) float row[W];
                     v[i].store_aligned(row);
-                    std::memcpy(dst + (k0 + i) * width + c0, row, sizeof(float) * static_cast<std::size_t>(cnt));
+                    for (std::int64_t j = 0; j < cnt; ++j) dst[(k0 + i) * width + c0 + j] = row[j];
                 }
             }
         }

@@ -22,7 +22,7 @@ struct BitClear {
     static constexpr bool get(std::size_t j, std::size_t) { return (j & h) == 0; }
 };
 template <class Arch, class T, std::size_t h>
-inline void transpose_stage(xsimd::batch<T, Arch>* v) {
+[[gnu::always_inline]] inline void transpose_stage(xsimd::batch<T, Arch>* v) {
     using V = xsimd::batch<T, Arch>;
     using U = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
     constexpr auto up = xsimd::make_batch_constant<xsimd::batch<U, Arch>, ShiftLanes<U, h, true>>();
@@ -39,7 +39,7 @@ inline void transpose_stage(xsimd::batch<T, Arch>* v) {
 
 // v[i][j] becomes v[j][i].
 template <class Arch, class T>
-inline void transpose_in_registers(xsimd::batch<T, Arch>* v) {
+[[gnu::always_inline]] inline void transpose_in_registers(xsimd::batch<T, Arch>* v) {
     transpose_stage<Arch, T, xsimd::batch<T, Arch>::size / 2>(v);
 }
 
