@@ -275,6 +275,12 @@ void run_kernel(Kind kind, const ConvGeometry& g, T* x, T* o, T* w) {
     //    the team.
     //  - by groups (grouped and depthwise layers): tiles one after another, each thread
     //    takes whole groups with buffers of its own.
+    //  - by partial sums (the weight gradient over several tiles): each thread takes whole
+    //    (tile, group) units, each accumulating into a partial gradient of its own; the
+    //    partials are added into the result in tile order at the end. The reduction over the
+    //    batch is split with no two threads writing the same element, and the sum does not
+    //    depend on the team (1 and 2 threads agree bit for bit). Used whatever the team, while
+    //    the partials are small (at most a quarter of the workspace budget).
     //  - together: the whole team works on one group of one tile at a time (group_step).
     // The weight is packed once per call where it is the GEMM's A (NCX forward and transposed),
     // so tiles there need only a few micro-tiles' columns.
@@ -282,11 +288,14 @@ void run_kernel(Kind kind, const ConvGeometry& g, T* x, T* o, T* w) {
     const bool independent =
         kind == Kind::Forward || (kind == Kind::Transposed && P <= tile_cols(bytes_per_col, nt, min_cols));
     const bool by_group = nt > 1 && G >= nt;
-    const bool own_buffers = nt > 1 && (independent || by_group);
+    const bool own_buffers = nt > 1 && (independent || by_group || kind == Kind::WeightGrad);
     const int nbuf = own_buffers ? nt : 1;
     const std::int64_t cols = tile_cols(bytes_per_col, nbuf, min_cols);
     const std::vector<ColTile> tiles = make_tiles(g.N, P, cols, independent ? nt : 1);
-    const bool by_units = nt > 1 && independent && static_cast<std::int64_t>(tiles.size()) * G >= nt;
+    const std::int64_t ntiles = static_cast<std::int64_t>(tiles.size()), wsize = G * Og * R;
+    const bool by_partials = kind == Kind::WeightGrad && ntiles >= 2 &&
+                             ntiles * wsize * static_cast<std::int64_t>(sizeof(T)) <= conv_workspace_bytes() / 4;
+    const bool by_units = nt > 1 && independent && ntiles * G >= nt;
     std::int64_t max_cols = 0, max_nb = 0;
     for (const ColTile& t : tiles) {
         max_cols = std::max(max_cols, t.cols());
@@ -313,7 +322,34 @@ void run_kernel(Kind kind, const ConvGeometry& g, T* x, T* o, T* w) {
                                 w + grp * Og * R, R);
     const OSide<T> os{g, P};
     const Step<T> s{kind, g, os, x, o, wm, &packed};
-    if (nt == 1) {
+    if (by_partials) {
+        Buffer<T> partial(ntiles * wsize);
+        auto unit = [&](std::int64_t u, T* my_col, T* my_stage) {  // (tile u / G, group u mod G)
+            const Step<T> su{kind, g, os, x, o, partial.data() + (u / G) * wsize, &packed};
+            group_step(su, tiles[static_cast<std::size_t>(u / G)], u % G, my_col, my_stage, 0, 1);
+        };
+        auto reduce = [&](std::int64_t e0, std::int64_t e1) {  // wm += the partials, in tile order
+            for (std::int64_t t = 0; t < ntiles; ++t)
+                for (std::int64_t e = e0; e < e1; ++e) wm[e] += partial[t * wsize + e];
+        };
+        if (nt == 1) {
+            std::fill_n(partial.data(), partial.size(), T(0));
+            for (std::int64_t u = 0; u < ntiles * G; ++u) unit(u, col.data(), stage.data());
+            reduce(0, wsize);
+        } else {
+#pragma omp parallel num_threads(nt)
+            {
+                const int id = omp_get_thread_num(), team = omp_get_num_threads();
+                T* my_col = col.empty() ? nullptr : col.data() + id * R * max_cols;
+                T* my_stage = stage.empty() ? nullptr : stage.data() + id * Og * max_cols;
+                std::fill(partial.data() + part(partial.size(), id, team), partial.data() + part(partial.size(), id + 1, team), T(0));
+#pragma omp barrier
+#pragma omp for schedule(static)
+                for (std::int64_t u = 0; u < ntiles * G; ++u) unit(u, my_col, my_stage);
+                reduce(part(wsize, id, team), part(wsize, id + 1, team));
+            }
+        }
+    } else if (nt == 1) {
         for (const ColTile& tile : tiles)
             for (std::int64_t grp = 0; grp < G; ++grp) group_step(s, tile, grp, col.data(), stage.data(), 0, 1);
     } else if (by_units || by_group) {

@@ -244,6 +244,29 @@ TEST_CASE("thread teams (forced on small cases) give the results of one thread",
     }
 }
 
+// The weight gradient over several tiles at the default budget (NCX: 2 tiles of 4096
+// columns, NXC: 3 of 1820) runs by partial sums, one per tile, added in tile order: a team
+// of 2 or 3 threads gives one thread's bits, and the values are the reference's.
+TEST_CASE("the weight gradient's partial sums over tiles: any team gives one thread's bits", "[kernels][threads]") {
+    const TeamGuard restore;
+    std::mt19937_64 rng(515);
+    const ConvConfig c{"partials", 5, 1, 16, 64, {{34, 3}, {34, 3}}};
+    for (Layout layout : {Layout::NCX, Layout::NXC}) {
+        const ConvGeometry g = forward_geometry(c, layout);
+        const Tensor x = random_tensor(g.in_shape(), rng).to(DType::f32), u = random_tensor(g.out_shape(), rng).to(DType::f32);
+        std::vector<std::vector<double>> runs;
+        for (int threads : {1, 2, 3}) {
+            set_num_threads(threads);
+            force_thread_teams(threads > 1);
+            runs.push_back(conv_weight_grad(x, u, g).values());
+        }
+        INFO(describe(c, layout, DType::f32));
+        CHECK(runs[1] == runs[0]);
+        CHECK(runs[2] == runs[0]);
+        check_against_reference(g, DType::f32, rng, describe(c, layout, DType::f32) + " partial sums");
+    }
+}
+
 // The tiling (ops/conv_kernels.cpp make_tiles) over shapes the table leaves out: batches
 // that tiles do not divide (tiles of unequal image counts), chunks of one image, tile counts
 // rounded up to a multiple of the team, and the three ways a team shares the work. Small
