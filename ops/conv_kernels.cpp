@@ -281,6 +281,10 @@ void run_kernel(Kind kind, const ConvGeometry& g, T* x, T* o, T* w) {
     //    batch is split with no two threads writing the same element, and the sum does not
     //    depend on the team (1 and 2 threads agree bit for bit). Used whatever the team, while
     //    the partials are small (at most a quarter of the workspace budget).
+    //  - by images (the transposed kernel on chunks of one image, with at least as many
+    //    images as threads): each thread takes the chunks of whole images, in order, with
+    //    buffers of its own and no barriers; the images' outputs are disjoint, and each
+    //    image's chunks add up in the order of one thread.
     //  - together: the whole team works on one group of one tile at a time (group_step).
     // The weight is packed once per call where it is the GEMM's A (NCX forward and transposed),
     // so tiles there need only a few micro-tiles' columns.
@@ -288,7 +292,8 @@ void run_kernel(Kind kind, const ConvGeometry& g, T* x, T* o, T* w) {
     const bool independent =
         kind == Kind::Forward || (kind == Kind::Transposed && P <= tile_cols(bytes_per_col, nt, min_cols));
     const bool by_group = nt > 1 && G >= nt;
-    const bool own_buffers = nt > 1 && (independent || by_group || kind == Kind::WeightGrad);
+    const bool by_images = nt > 1 && kind == Kind::Transposed && !independent && g.N >= nt;
+    const bool own_buffers = nt > 1 && (independent || by_group || by_images || kind == Kind::WeightGrad);
     const int nbuf = own_buffers ? nt : 1;
     const std::int64_t cols = tile_cols(bytes_per_col, nbuf, min_cols);
     const std::vector<ColTile> tiles = make_tiles(g.N, P, cols, independent ? nt : 1);
@@ -352,6 +357,17 @@ void run_kernel(Kind kind, const ConvGeometry& g, T* x, T* o, T* w) {
     } else if (nt == 1) {
         for (const ColTile& tile : tiles)
             for (std::int64_t grp = 0; grp < G; ++grp) group_step(s, tile, grp, col.data(), stage.data(), 0, 1);
+    } else if (by_images) {  // tiles are chunks of one image each (nb = 1)
+#pragma omp parallel num_threads(nt)
+        {
+            const int id = omp_get_thread_num(), team = omp_get_num_threads();
+            T* my_col = col.data() + id * R * max_cols;
+            T* my_stage = stage.empty() ? nullptr : stage.data() + id * Og * max_cols;
+            const std::int64_t n0 = part(g.N, id, team), n1 = part(g.N, id + 1, team);
+            for (const ColTile& tile : tiles)
+                if (tile.n0 >= n0 && tile.n0 < n1)
+                    for (std::int64_t grp = 0; grp < G; ++grp) group_step(s, tile, grp, my_col, my_stage, 0, 1);
+        }
     } else if (by_units || by_group) {
         const std::int64_t nunits = static_cast<std::int64_t>(tiles.size()) * G;
 #pragma omp parallel num_threads(nt)
