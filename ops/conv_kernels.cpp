@@ -214,8 +214,9 @@ void group_step(const Step<T>& s, const ColTile& tile, std::int64_t grp, T* col,
             const std::int64_t units = tile.nb * chunks, u0 = part(units, t, nt), u1 = part(units, t + 1, nt);
             for (std::int64_t u = u0; u < u1; ++u) {
                 const std::int64_t ni = u / chunks, ch = u % chunks;
-                col2im(g, col, tile, grp, ni, ni + 1, part(Ig, static_cast<int>(ch), static_cast<int>(chunks)),
-                       part(Ig, static_cast<int>(ch) + 1, static_cast<int>(chunks)), s.x);
+                const std::int64_t i0 = part(Ig, static_cast<int>(ch), static_cast<int>(chunks)),
+                                   i1 = part(Ig, static_cast<int>(ch) + 1, static_cast<int>(chunks));
+                col2im(g, nxc ? col : col + i0 * g.kernel_numel() * C, tile, grp, ni, ni + 1, i0, i1, s.x);
             }
             break;
         }
@@ -238,6 +239,18 @@ void group_step(const Step<T>& s, const ColTile& tile, std::int64_t grp, T* col,
             break;
         }
     }
+}
+
+// The NCX transposed kernel on channels [i0, i1) of group `grp` over a single-image tile:
+// the GEMM makes only those channels' rows of col (`a` is Wm_gᵀ's rows for them, packed by
+// the caller), and col2im adds them into those channels. Threads that take disjoint
+// channel ranges share nothing, not even a barrier.
+template <class T>
+void transposed_channels(const Step<T>& s, const PackedA<T>& a, const ColTile& tile, std::int64_t grp, std::int64_t i0,
+                         std::int64_t i1, T* col) {
+    const std::int64_t C = tile.cols();
+    gemm<T>(a, false, C, T(1), s.os.ncx(s.o, tile, grp), s.os.P, T(0), col, C);
+    col2im(s.g, col, tile, grp, 0, tile.nb, i0, i1, s.x);
 }
 
 // One driver for the three kernels: they share the tiling, the im2col/col2im side and the
@@ -285,6 +298,9 @@ void run_kernel(Kind kind, const ConvGeometry& g, T* x, T* o, T* w) {
     //    images as threads): each thread takes the chunks of whole images, in order, with
     //    buffers of its own and no barriers; the images' outputs are disjoint, and each
     //    image's chunks add up in the order of one thread.
+    //  - by channels (the NCX transposed kernel on chunks of fewer images than threads, as a
+    //    super-resolution layer at N = 1): each thread takes a range of the i-side channels,
+    //    makes their rows of col and adds them into them, tile after tile, with no barriers.
     //  - together: the whole team works on one group of one tile at a time (group_step).
     // The weight is packed once per call where it is the GEMM's A (NCX forward and transposed),
     // so tiles there need only a few micro-tiles' columns.
@@ -293,6 +309,8 @@ void run_kernel(Kind kind, const ConvGeometry& g, T* x, T* o, T* w) {
         kind == Kind::Forward || (kind == Kind::Transposed && P <= tile_cols(bytes_per_col, nt, min_cols));
     const bool by_group = nt > 1 && G >= nt;
     const bool by_images = nt > 1 && kind == Kind::Transposed && !independent && g.N >= nt;
+    const bool by_channels = nt > 1 && kind == Kind::Transposed && !independent && !by_images && !nxc && !by_group &&
+                             g.Ig >= nt;
     const bool own_buffers = nt > 1 && (independent || by_group || by_images || kind == Kind::WeightGrad);
     const int nbuf = own_buffers ? nt : 1;
     const std::int64_t cols = tile_cols(bytes_per_col, nbuf, min_cols);
@@ -321,7 +339,7 @@ void run_kernel(Kind kind, const ConvGeometry& g, T* x, T* o, T* w) {
     }
     // NCX forward and transposed: the weight is the GEMM's A in every tile; packed once here.
     std::vector<PackedA<T>> packed;
-    if (!nxc && kind != Kind::WeightGrad)
+    if (!nxc && kind != Kind::WeightGrad && !by_channels)  // (by channels: each thread packs its own rows)
         for (std::int64_t grp = 0; grp < G; ++grp)
             packed.emplace_back(kind == Kind::Transposed, kind == Kind::Transposed ? R : Og, kind == Kind::Transposed ? Og : R,
                                 w + grp * Og * R, R);
@@ -367,6 +385,19 @@ void run_kernel(Kind kind, const ConvGeometry& g, T* x, T* o, T* w) {
             for (const ColTile& tile : tiles)
                 if (tile.n0 >= n0 && tile.n0 < n1)
                     for (std::int64_t grp = 0; grp < G; ++grp) group_step(s, tile, grp, my_col, my_stage, 0, 1);
+        }
+    } else if (by_channels) {  // tiles are chunks of one image each; col is [R × max_cols], split by rows
+#pragma omp parallel num_threads(nt)
+        {
+            const int id = omp_get_thread_num(), team = omp_get_num_threads();
+            const std::int64_t i0 = part(g.Ig, id, team), i1 = part(g.Ig, id + 1, team), Kn = g.kernel_numel();
+            std::vector<PackedA<T>> mine;  // each group's Wm_gᵀ rows of these channels
+            for (std::int64_t grp = 0; grp < G; ++grp)
+                mine.emplace_back(true, (i1 - i0) * Kn, Og, w + grp * Og * R + i0 * Kn, R);
+            for (const ColTile& tile : tiles)
+                for (std::int64_t grp = 0; grp < G; ++grp)
+                    transposed_channels(s, mine[static_cast<std::size_t>(grp)], tile, grp, i0, i1,
+                                        col.data() + i0 * Kn * max_cols);
         }
     } else if (by_units || by_group) {
         const std::int64_t nunits = static_cast<std::int64_t>(tiles.size()) * G;

@@ -175,7 +175,7 @@ void col2im(const ConvGeometry& g, const T* col, const ColTile& tile, std::int64
         for (std::int64_t ni = ni0; ni < ni1; ++ni)
             for (std::int64_t i = i0; i < i1; ++i) {
                 T* xc = x + ((tile.n0 + ni) * ax.Ctot + group * Ig + i) * ax.Xn;
-                const T* src = col + i * ax.Kn * cols + ni * W;
+                const T* src = col + (i - i0) * ax.Kn * cols + ni * W;
                 if (pp.identity) {
                     vec::add_runs(runs.data(), static_cast<std::int64_t>(runs.size()), src, xc);
                     continue;

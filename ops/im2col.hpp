@@ -57,7 +57,9 @@ void im2col_ncx(const ConvGeometry& g, const T* x, const ColTile& tile, std::int
                 const PanelLayout& cols, Im2colLists& lists);
 
 // Adds the columns of images [ni0, ni1) of the tile into channels [i0, i1) of the group.
-// Sums run in a fixed order (taps, then positions), whatever the split.
+// NCX: `col` holds the rows of those channels only, channel i's at (i − i0)·∏K·cols; NXC:
+// `col` is the tile's whole [cols × R] buffer. Sums run in a fixed order (taps, then
+// positions), whatever the split.
 template <class T>
 void col2im(const ConvGeometry& g, const T* col, const ColTile& tile, std::int64_t group, std::int64_t ni0,
             std::int64_t ni1, std::int64_t i0, std::int64_t i1, T* x);

@@ -269,8 +269,9 @@ TEST_CASE("the weight gradient's partial sums over tiles: any team gives one thr
 
 // The tiling (ops/conv_kernels.cpp make_tiles) over shapes the table leaves out: batches
 // that tiles do not divide (tiles of unequal image counts), chunks of one image, tile counts
-// rounded up to a multiple of the team, and the three ways a team shares the work. Small
-// workspace budgets force every kind of tile on these small shapes.
+// rounded up to a multiple of the team, and the ways a team shares the work. Small
+// workspace budgets force every kind of tile on these small shapes (and, with one image,
+// the transposed kernel's split by channels).
 TEST_CASE("conv kernels match the reference on every kind of tile and team", "[kernels][threads]") {
     const TeamGuard restore;
     const std::vector<ConvConfig> configs = {
@@ -280,6 +281,7 @@ TEST_CASE("conv kernels match the reference on every kind of tile and team", "[k
         {"3d stride pad op", 3, 1, 2, 2, {{4, 2, 2, 1, 0, 0, 1}, {5, 3, 1, 1, 1, 1}, {6, 2, 2, 1, 1, 0}}},
         {"2d groups dilation op batch5", 5, 2, 2, 3, {{7, 3, 2, 2, 2, 1, 1}, {6, 3, 2, 1, 1, 1}}},
         {"2d grouped 4 batch3", 3, 4, 2, 2, {{9, 3, 2, 1, 1, 1}, {5, 3, 1, 1, 1, 1}}},
+        {"2d one image, chunks by channels", 1, 1, 5, 3, {{9, 3, 2, 1, 1, 1, 1}, {8, 3, 1, 1, 1, 1}}},
     };
     std::mt19937_64 rng(4242);
     for (const ConvConfig& c : configs)
