@@ -244,14 +244,18 @@ TEST_CASE("thread teams (forced on small cases) give the results of one thread",
     }
 }
 
-// The weight gradient over several tiles at the default budget (NCX: 2 tiles of 4096
-// columns, NXC: 3 of 1820) runs by partial sums, one per tile, added in tile order: a team
-// of 2 or 3 threads gives one thread's bits, and the values are the reference's.
+// The weight gradient over several tiles at the default budget runs by partial sums, one
+// per tile, added in tile order: a team of 2 or 3 threads gives one thread's bits, and the
+// values are the reference's. NCX tiles hold 1024 columns here (2 tiles: the columns of
+// 3 images of 20 × 20), NXC ones 512 (R = 1152; 3 tiles).
 TEST_CASE("the weight gradient's partial sums over tiles: any team gives one thread's bits", "[kernels][threads]") {
     const TeamGuard restore;
     std::mt19937_64 rng(515);
-    const ConvConfig c{"partials", 5, 1, 16, 64, {{34, 3}, {34, 3}}};
-    for (Layout layout : {Layout::NCX, Layout::NXC}) {
+    const std::vector<std::pair<Layout, ConvConfig>> cases = {
+        {Layout::NCX, {"partials NCX", 3, 1, 2, 256, {{22, 3}, {22, 3}}}},
+        {Layout::NXC, {"partials NXC", 3, 1, 128, 4, {{22, 3}, {22, 3}}}},
+    };
+    for (const auto& [layout, c] : cases) {
         const ConvGeometry g = forward_geometry(c, layout);
         const Tensor x = random_tensor(g.in_shape(), rng).to(DType::f32), u = random_tensor(g.out_shape(), rng).to(DType::f32);
         std::vector<std::vector<double>> runs;
