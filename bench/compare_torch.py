@@ -92,6 +92,7 @@ def _blas_set_threads():
 
 
 BLAS_SET_THREADS = _blas_set_threads()
+PAUSE_S = 0.5  # between contenders (see the round loop)
 
 
 def set_threads(n):
@@ -323,7 +324,13 @@ def main():
             ts = TorchShape(s, batch)
             ours, tdef, tone = [], [], []
             for _ in range(a.rounds):
+                # A pause before each contender: torch's BLAS threads (OpenBLAS's pthreads
+                # pool) keep spinning for about a tenth of a second after a GEMM and would
+                # take a core from whatever runs next (measured: tapegrad's first op at 2
+                # threads, grouped_g8 bwd_data, 5.6-6.1 ms right after torch, 4.3 alone).
+                time.sleep(PAUSE_S)
                 ours.append(run_tapegrad(a, name, thr))
+                time.sleep(PAUSE_S)
                 if ts.skip is None:
                     tdef.append(with_grads(ts.time("default", a.min_time)))
                     if ts.onednn_skip is None:
