@@ -241,15 +241,20 @@ void group_step(const Step<T>& s, const ColTile& tile, std::int64_t grp, T* col,
     }
 }
 
-// The NCX transposed kernel on channels [i0, i1) of group `grp` over a single-image tile:
-// the GEMM makes only those channels' rows of col (`a` is Wm_gᵀ's rows for them, packed by
-// the caller), and col2im adds them into those channels. Threads that take disjoint
-// channel ranges share nothing, not even a barrier.
+// The NCX transposed kernel on channels [i0, i1) of group `grp` over a tile: the GEMM makes
+// only those channels' rows of col (`a` is Wm_gᵀ's rows for them, packed by the caller;
+// u staged in `stage` when the tile spans several images), and col2im adds them into those
+// channels. Threads that take disjoint channel ranges share nothing, not even a barrier.
 template <class T>
 void transposed_channels(const Step<T>& s, const PackedA<T>& a, const ColTile& tile, std::int64_t grp, std::int64_t i0,
-                         std::int64_t i1, T* col) {
+                         std::int64_t i1, T* col, T* stage) {
     const std::int64_t C = tile.cols();
-    gemm<T>(a, false, C, T(1), s.os.ncx(s.o, tile, grp), s.os.P, T(0), col, C);
+    if (tile.nb > 1) {  // u_g of several images, staged as one [Og × C] matrix
+        s.os.gather(s.o, tile, grp, stage, 0, s.g.Og);
+        gemm<T>(a, false, C, T(1), stage, C, T(0), col, C);
+    } else {
+        gemm<T>(a, false, C, T(1), s.os.ncx(s.o, tile, grp), s.os.P, T(0), col, C);
+    }
     col2im(s.g, col, tile, grp, 0, tile.nb, i0, i1, s.x);
 }
 
@@ -299,8 +304,9 @@ void run_kernel(Kind kind, const ConvGeometry& g, T* x, T* o, T* w) {
     //    buffers of its own and no barriers; the images' outputs are disjoint, and each
     //    image's chunks add up in the order of one thread.
     //  - by channels (the NCX transposed kernel on chunks of fewer images than threads, as a
-    //    super-resolution layer at N = 1): each thread takes a range of the i-side channels,
-    //    makes their rows of col and adds them into them, tile after tile, with no barriers.
+    //    super-resolution layer at N = 1, or with a weight too big for a core's L2): each
+    //    thread takes a range of the i-side channels, packs their rows of the weight, makes
+    //    their rows of col and adds them into them, tile after tile, with no barriers.
     //  - together: the whole team works on one group of one tile at a time (group_step).
     // The weight is packed once per call where it is the GEMM's A (NCX forward and transposed),
     // so tiles there need only a few micro-tiles' columns.
@@ -309,8 +315,12 @@ void run_kernel(Kind kind, const ConvGeometry& g, T* x, T* o, T* w) {
         kind == Kind::Forward || (kind == Kind::Transposed && P <= tile_cols(bytes_per_col, nt, min_cols));
     const bool by_group = nt > 1 && G >= nt;
     const bool by_images = nt > 1 && kind == Kind::Transposed && !independent && g.N >= nt;
-    const bool by_channels = nt > 1 && kind == Kind::Transposed && !independent && !by_images && !nxc && !by_group &&
-                             g.Ig >= nt;
+    // A weight that does not fit beside a tile in a core's L2 is streamed again for every
+    // tile; split by channels, each thread streams only its rows of it (dcgan_g1, 8 MiB, at
+    // 2 threads: 8.3-8.5 -> 7.6 ms; dcgan_g2, 2 MiB: 5.6-6.2 -> 5.5; alternated, 3-4 rounds).
+    const bool big_weight = R * Og * static_cast<std::int64_t>(sizeof(T)) > kTileCacheBytes / 2;
+    const bool by_channels = nt > 1 && kind == Kind::Transposed && (!independent || big_weight) && !by_images && !nxc &&
+                             !by_group && g.Ig >= nt;
     const bool own_buffers = nt > 1 && (independent || by_group || by_images || kind == Kind::WeightGrad);
     const int nbuf = own_buffers ? nt : 1;
     const std::int64_t cols = tile_cols(bytes_per_col, nbuf, min_cols);
@@ -318,7 +328,7 @@ void run_kernel(Kind kind, const ConvGeometry& g, T* x, T* o, T* w) {
     const std::int64_t ntiles = static_cast<std::int64_t>(tiles.size()), wsize = G * Og * R;
     const bool by_partials = kind == Kind::WeightGrad && ntiles >= 2 &&
                              ntiles * wsize * static_cast<std::int64_t>(sizeof(T)) <= conv_workspace_bytes() / 4;
-    const bool by_units = nt > 1 && independent && ntiles * G >= nt;
+    const bool by_units = nt > 1 && independent && ntiles * G >= nt && !by_channels;
     std::int64_t max_cols = 0, max_nb = 0;
     for (const ColTile& t : tiles) {
         max_cols = std::max(max_cols, t.cols());
@@ -386,18 +396,19 @@ void run_kernel(Kind kind, const ConvGeometry& g, T* x, T* o, T* w) {
                 if (tile.n0 >= n0 && tile.n0 < n1)
                     for (std::int64_t grp = 0; grp < G; ++grp) group_step(s, tile, grp, my_col, my_stage, 0, 1);
         }
-    } else if (by_channels) {  // tiles are chunks of one image each; col is [R × max_cols], split by rows
+    } else if (by_channels) {  // col is [R × max_cols], split by rows
 #pragma omp parallel num_threads(nt)
         {
             const int id = omp_get_thread_num(), team = omp_get_num_threads();
             const std::int64_t i0 = part(g.Ig, id, team), i1 = part(g.Ig, id + 1, team), Kn = g.kernel_numel();
+            Buffer<T> my_stage(max_nb > 1 ? Og * max_cols : 0);
             std::vector<PackedA<T>> mine;  // each group's Wm_gᵀ rows of these channels
             for (std::int64_t grp = 0; grp < G; ++grp)
                 mine.emplace_back(true, (i1 - i0) * Kn, Og, w + grp * Og * R + i0 * Kn, R);
             for (const ColTile& tile : tiles)
                 for (std::int64_t grp = 0; grp < G; ++grp)
                     transposed_channels(s, mine[static_cast<std::size_t>(grp)], tile, grp, i0, i1,
-                                        col.data() + i0 * Kn * max_cols);
+                                        col.data() + i0 * Kn * max_cols, my_stage.data());
         }
     } else if (by_units || by_group) {
         const std::int64_t nunits = static_cast<std::int64_t>(tiles.size()) * G;

@@ -271,6 +271,29 @@ TEST_CASE("the weight gradient's partial sums over tiles: any team gives one thr
     }
 }
 
+// A transposed convolution whose weight does not fit beside a tile in L2 (576 KiB here) is
+// split between threads by output channels, each with its rows of the weight; tiles of
+// whole images, two images each at 2 threads (u staged): one thread's bits, and the
+// reference's values.
+TEST_CASE("the transposed kernel split by channels gives one thread's bits", "[kernels][threads]") {
+    const TeamGuard restore;
+    std::mt19937_64 rng(616);
+    const ConvConfig c{"big weight", 4, 1, 128, 288, {{4, 2, 2, 1, 0, 0, 0}, {4, 2, 2, 1, 0, 0, 0}}};
+    const ConvGeometry g = transposed_geometry(c, Layout::NCX);
+    const Tensor u = random_tensor(g.out_shape(), rng).to(DType::f32), W = random_tensor(g.weight_shape(), rng).to(DType::f32);
+    std::vector<std::vector<double>> runs;
+    for (int threads : {1, 2, 3}) {
+        set_num_threads(threads);
+        force_thread_teams(threads > 1);
+        runs.push_back(conv_transposed(u, W, g).values());
+    }
+    CHECK(runs[1] == runs[0]);
+    CHECK(runs[2] == runs[0]);
+    set_num_threads(2);
+    force_thread_teams(true);
+    check_against_reference(g, DType::f32, rng, "big weight, 2 threads");
+}
+
 // The tiling (ops/conv_kernels.cpp make_tiles) over shapes the table leaves out: batches
 // that tiles do not divide (tiles of unequal image counts), chunks of one image, tile counts
 // rounded up to a multiple of the team, and the ways a team shares the work. Small
