@@ -23,12 +23,22 @@ p.add_argument("--rounds", type=int, default=1)
 p.add_argument("--examples", nargs="+", default=["fashion_classifier", "fashion_autoencoder"])
 p.add_argument("--epochs", type=int, default=0, help="0: each example's default")
 p.add_argument("--out", default="/tmp/tapegrad_compare_examples")
+p.add_argument("--wait-policy", default="passive", choices=["passive", "active", "unset"],
+               help="OMP_WAIT_POLICY for both contenders (default passive, as scripts/main.sh sets for "
+                    "tapegrad: spinning threads lose whole time slices on a shared machine)")
 a = p.parse_args()
+
+
+ENV = dict(os.environ)
+if a.wait_policy == "unset":
+    ENV.pop("OMP_WAIT_POLICY", None)
+else:
+    ENV["OMP_WAIT_POLICY"] = a.wait_policy
 
 
 def run(cmd):
     t = time.perf_counter()
-    r = subprocess.run(cmd, capture_output=True, text=True)
+    r = subprocess.run(cmd, capture_output=True, text=True, env=ENV)
     if r.returncode != 0:
         sys.exit(f"{' '.join(cmd)} failed:\n{r.stdout}\n{r.stderr}")
     epochs = [(float(m[3]), float(m[4]), m[2]) for m in EPOCH.findall(r.stdout)]
