@@ -355,6 +355,9 @@ void run_kernel(Kind kind, const ConvGeometry& g, T* x, T* o, T* w) {
                                 w + grp * Og * R, R);
     const OSide<T> os{g, P};
     const Step<T> s{kind, g, os, x, o, wm, &packed};
+    // Thread id's own column and staging buffers, where threads have their own (nbuf = nt).
+    auto col_of = [&](int id) { return col.empty() ? nullptr : col.data() + id * R * max_cols; };
+    auto stage_of = [&](int id) { return stage.empty() ? nullptr : stage.data() + id * Og * max_cols; };
     if (by_partials) {
         Buffer<T> partial(ntiles * wsize);
         auto unit = [&](std::int64_t u, T* my_col, T* my_stage) {  // (tile u / G, group u mod G)
@@ -367,18 +370,16 @@ void run_kernel(Kind kind, const ConvGeometry& g, T* x, T* o, T* w) {
         };
         if (nt == 1) {
             std::fill_n(partial.data(), partial.size(), T(0));
-            for (std::int64_t u = 0; u < ntiles * G; ++u) unit(u, col.data(), stage.data());
+            for (std::int64_t u = 0; u < ntiles * G; ++u) unit(u, col_of(0), stage_of(0));
             reduce(0, wsize);
         } else {
 #pragma omp parallel num_threads(nt)
             {
                 const int id = omp_get_thread_num(), team = omp_get_num_threads();
-                T* my_col = col.empty() ? nullptr : col.data() + id * R * max_cols;
-                T* my_stage = stage.empty() ? nullptr : stage.data() + id * Og * max_cols;
                 std::fill(partial.data() + part(partial.size(), id, team), partial.data() + part(partial.size(), id + 1, team), T(0));
 #pragma omp barrier
 #pragma omp for schedule(static)
-                for (std::int64_t u = 0; u < ntiles * G; ++u) unit(u, my_col, my_stage);
+                for (std::int64_t u = 0; u < ntiles * G; ++u) unit(u, col_of(id), stage_of(id));
                 reduce(part(wsize, id, team), part(wsize, id + 1, team));
             }
         }
@@ -389,12 +390,10 @@ void run_kernel(Kind kind, const ConvGeometry& g, T* x, T* o, T* w) {
 #pragma omp parallel num_threads(nt)
         {
             const int id = omp_get_thread_num(), team = omp_get_num_threads();
-            T* my_col = col.data() + id * R * max_cols;
-            T* my_stage = stage.empty() ? nullptr : stage.data() + id * Og * max_cols;
             const std::int64_t n0 = part(g.N, id, team), n1 = part(g.N, id + 1, team);
             for (const ColTile& tile : tiles)
                 if (tile.n0 >= n0 && tile.n0 < n1)
-                    for (std::int64_t grp = 0; grp < G; ++grp) group_step(s, tile, grp, my_col, my_stage, 0, 1);
+                    for (std::int64_t grp = 0; grp < G; ++grp) group_step(s, tile, grp, col_of(id), stage_of(id), 0, 1);
         }
     } else if (by_channels) {  // col is [R × max_cols], split by rows
 #pragma omp parallel num_threads(nt)
@@ -415,8 +414,8 @@ void run_kernel(Kind kind, const ConvGeometry& g, T* x, T* o, T* w) {
 #pragma omp parallel num_threads(nt)
         {
             const int id = omp_get_thread_num();
-            T* my_col = col.empty() ? nullptr : col.data() + id * R * max_cols;
-            T* my_stage = stage.empty() ? nullptr : stage.data() + id * Og * max_cols;
+            T* my_col = col_of(id);
+            T* my_stage = stage_of(id);
             if (by_units) {
 #pragma omp for schedule(static)
                 for (std::int64_t u = 0; u < nunits; ++u)
