@@ -244,6 +244,19 @@ TEST_CASE("thread teams (forced on small cases) give the results of one thread",
     }
 }
 
+// f()'s values at 1, 2 and 3 threads, teams forced on above 1 (the caller restores the
+// settings with a TeamGuard).
+template <class F>
+std::vector<std::vector<double>> at_1_2_3_threads(F&& f) {
+    std::vector<std::vector<double>> runs;
+    for (int threads : {1, 2, 3}) {
+        set_num_threads(threads);
+        force_thread_teams(threads > 1);
+        runs.push_back(f().values());
+    }
+    return runs;
+}
+
 // The weight gradient over several tiles at the default budget runs by partial sums, one
 // per tile, added in tile order: a team of 2 or 3 threads gives one thread's bits, and the
 // values are the reference's. NCX tiles hold 1024 columns here (2 tiles: the columns of
@@ -258,12 +271,7 @@ TEST_CASE("the weight gradient's partial sums over tiles: any team gives one thr
     for (const auto& [layout, c] : cases) {
         const ConvGeometry g = forward_geometry(c, layout);
         const Tensor x = random_tensor(g.in_shape(), rng).to(DType::f32), u = random_tensor(g.out_shape(), rng).to(DType::f32);
-        std::vector<std::vector<double>> runs;
-        for (int threads : {1, 2, 3}) {
-            set_num_threads(threads);
-            force_thread_teams(threads > 1);
-            runs.push_back(conv_weight_grad(x, u, g).values());
-        }
+        const std::vector<std::vector<double>> runs = at_1_2_3_threads([&] { return conv_weight_grad(x, u, g); });
         INFO(describe(c, layout, DType::f32));
         CHECK(runs[1] == runs[0]);
         CHECK(runs[2] == runs[0]);
@@ -281,12 +289,7 @@ TEST_CASE("the transposed kernel split by channels gives one thread's bits", "[k
     const ConvConfig c{"big weight", 4, 1, 128, 288, {{4, 2, 2, 1, 0, 0, 0}, {4, 2, 2, 1, 0, 0, 0}}};
     const ConvGeometry g = transposed_geometry(c, Layout::NCX);
     const Tensor u = random_tensor(g.out_shape(), rng).to(DType::f32), W = random_tensor(g.weight_shape(), rng).to(DType::f32);
-    std::vector<std::vector<double>> runs;
-    for (int threads : {1, 2, 3}) {
-        set_num_threads(threads);
-        force_thread_teams(threads > 1);
-        runs.push_back(conv_transposed(u, W, g).values());
-    }
+    const std::vector<std::vector<double>> runs = at_1_2_3_threads([&] { return conv_transposed(u, W, g); });
     CHECK(runs[1] == runs[0]);
     CHECK(runs[2] == runs[0]);
     set_num_threads(2);
