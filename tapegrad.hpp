@@ -18,6 +18,7 @@
 #include "tapegrad/core/random.hpp"
 #include "tapegrad/core/tensor.hpp"
 #include "tapegrad/ops/conv_geometry.hpp"
+#include "tapegrad/ops/math.hpp"
 #include "tapegrad/autograd/variable.hpp"
 #include "tapegrad/autograd/ops.hpp"
 #include "tapegrad/autograd/conv.hpp"

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "tapegrad/ops/elementwise.hpp"
+#include "tapegrad/ops/math.hpp"
 #include "tapegrad/ops/matmul.hpp"
 #include "tapegrad/ops/reduce.hpp"
 #include "tapegrad/ops/shape_ops.hpp"
@@ -23,23 +24,6 @@ Variable slice_scatter(const Variable& a, const Shape& shape, int axis, std::int
                   });
 }
 
-// f(x) element-wise, computed in f64 for f64 and in f32 otherwise (rounded once).
-template <class F>
-Tensor map_values(const Tensor& x, const char* op, F f) {
-    if (!is_float(x.dtype())) fail("dtype", op, ": needs a float input, got ", dtype_name(x.dtype()));
-    const DType ct = x.dtype() == DType::f64 ? DType::f64 : DType::f32;
-    Tensor y = x.to(ct).clone();
-    const std::int64_t n = y.numel();
-    if (ct == DType::f64) {
-        double* p = y.data<double>();
-        for (std::int64_t i = 0; i < n; ++i) p[i] = f(p[i]);
-    } else {
-        float* p = y.data<float>();
-        for (std::int64_t i = 0; i < n; ++i) p[i] = static_cast<float>(f(static_cast<double>(p[i])));
-    }
-    return y.to(x.dtype());
-}
-
 std::int64_t count_of(const Shape& shape, const std::vector<int>& axes) {
     std::int64_t n = 1;
     for (int a : axes) n *= shape[static_cast<std::size_t>(a)];
@@ -51,27 +35,44 @@ void same_shape(const Variable& a, const Variable& b, const char* op, const char
         fail("shape", op, ": ", an, " has shape ", shape_str(a.shape()), " but ", bn, " has shape ", shape_str(b.shape()));
 }
 
+// The ag ops take float Variables of one dtype (the eager functions would promote).
+const Tensor& float_value(const Variable& v, const char* op, const char* which = "input") {
+    need_float(v.value(), op, which);
+    return v.value();
+}
+
+void same_float_dtype(const Variable& a, const Variable& b, const char* op) {
+    need_float(a.value(), op, "operand a");
+    need_float(b.value(), op, "operand b");
+    if (a.dtype() != b.dtype())
+        fail("dtype", op, ": operand dtypes differ (", dtype_name(a.dtype()), " ", shape_str(a.shape()), " and ",
+             dtype_name(b.dtype()), " ", shape_str(b.shape()), ")");
+}
+
 }  // namespace
 
 // ---- element-wise arithmetic ----------------------------------------------------------
 
 Variable add(const Variable& a, const Variable& b) {
+    same_float_dtype(a, b, "add");
     const Shape sa = a.shape(), sb = b.shape();
-    return record("add", binary_op(BinaryOp::Add, a.value(), b.value()), {a, b}, {},
+    return record("add", tg::add(a.value(), b.value()), {a, b}, {},
                   [sa, sb](const SavedContext&, const Variable& g) -> Grads { return {sum_to(g, sa), sum_to(g, sb)}; });
 }
 
 Variable sub(const Variable& a, const Variable& b) {
+    same_float_dtype(a, b, "sub");
     const Shape sa = a.shape(), sb = b.shape();
-    return record("sub", binary_op(BinaryOp::Sub, a.value(), b.value()), {a, b}, {},
+    return record("sub", tg::sub(a.value(), b.value()), {a, b}, {},
                   [sa, sb](const SavedContext& c, const Variable& g) -> Grads {
                       return {sum_to(g, sa), c.needs_grad(1) ? sum_to(neg(g), sb) : none()};
                   });
 }
 
 Variable mul(const Variable& a, const Variable& b) {
+    same_float_dtype(a, b, "mul");
     const Shape sa = a.shape(), sb = b.shape();
-    return record("mul", binary_op(BinaryOp::Mul, a.value(), b.value()), {a, b}, {.inputs = {0, 1}},
+    return record("mul", tg::mul(a.value(), b.value()), {a, b}, {.inputs = {0, 1}},
                   [sa, sb](const SavedContext& c, const Variable& g) -> Grads {
                       return {c.needs_grad(0) ? sum_to(mul(g, c.input(1)), sa) : none(),
                               c.needs_grad(1) ? sum_to(mul(g, c.input(0)), sb) : none()};
@@ -79,8 +80,9 @@ Variable mul(const Variable& a, const Variable& b) {
 }
 
 Variable div(const Variable& a, const Variable& b) {
+    same_float_dtype(a, b, "div");
     const Shape sa = a.shape(), sb = b.shape();
-    return record("div", binary_op(BinaryOp::Div, a.value(), b.value()), {a, b}, {.inputs = {0, 1}},
+    return record("div", tg::div(a.value(), b.value()), {a, b}, {.inputs = {0, 1}},
                   [sa, sb](const SavedContext& c, const Variable& g) -> Grads {
                       const Variable b = c.input(1);
                       const Variable q = div(g, b);  // ∂/∂a = g/b, ∂/∂b = −(g/b)·(a/b)
@@ -89,7 +91,7 @@ Variable div(const Variable& a, const Variable& b) {
 }
 
 Variable neg(const Variable& a) {
-    return record("neg", unary_op(UnaryOp::Neg, a.value()), {a}, {},
+    return record("neg", tg::neg(float_value(a, "neg")), {a}, {},
                   [](const SavedContext&, const Variable& g) -> Grads { return {neg(g)}; });
 }
 
@@ -101,12 +103,12 @@ Variable affine(const Variable& a, double s, double shift) {
 // ---- element-wise functions -----------------------------------------------------------
 
 Variable exp(const Variable& a) {
-    return record("exp", unary_op(UnaryOp::Exp, a.value()), {a}, {.inputs = {}, .output = true},
+    return record("exp", tg::exp(float_value(a, "exp")), {a}, {.inputs = {}, .output = true},
                   [](const SavedContext& c, const Variable& g) -> Grads { return {mul(g, c.output())}; });
 }
 
 Variable log(const Variable& a) {
-    return record("log", unary_op(UnaryOp::Log, a.value()), {a}, {.inputs = {0}},
+    return record("log", tg::log(float_value(a, "log")), {a}, {.inputs = {0}},
                   [](const SavedContext& c, const Variable& g) -> Grads { return {div(g, c.input(0))}; });
 }
 
@@ -126,7 +128,7 @@ Variable leaky_relu(const Variable& a, double slope) {
 }
 
 Variable sigmoid(const Variable& a) {
-    return record("sigmoid", unary_op(UnaryOp::Sigmoid, a.value()), {a}, {.inputs = {}, .output = true},
+    return record("sigmoid", tg::sigmoid(float_value(a, "sigmoid")), {a}, {.inputs = {}, .output = true},
                   [](const SavedContext& c, const Variable& g) -> Grads {
                       const Variable y = c.output();  // σ' = σ(1 − σ)
                       return {mul(g, mul(y, affine(y, -1, 1)))};
@@ -134,7 +136,7 @@ Variable sigmoid(const Variable& a) {
 }
 
 Variable tanh(const Variable& a) {
-    return record("tanh", unary_op(UnaryOp::Tanh, a.value()), {a}, {.inputs = {}, .output = true},
+    return record("tanh", tg::tanh(float_value(a, "tanh")), {a}, {.inputs = {}, .output = true},
                   [](const SavedContext& c, const Variable& g) -> Grads {
                       const Variable y = c.output();  // tanh' = 1 − tanh²
                       return {mul(g, affine(mul(y, y), -1, 1))};
@@ -147,18 +149,83 @@ Variable softplus(const Variable& a) {
 }
 
 Variable sqrt(const Variable& a) {
-    return record("sqrt", map_values(a.value(), "sqrt", [](double v) { return std::sqrt(v); }), {a},
+    return record("sqrt", tg::sqrt(float_value(a, "sqrt")), {a},
                   {.inputs = {}, .output = true},
                   [](const SavedContext& c, const Variable& g) -> Grads { return {div(affine(g, 0.5), c.output())}; });
 }
 
 Variable rsqrt(const Variable& a) {
-    return record("rsqrt", map_values(a.value(), "rsqrt", [](double v) { return 1.0 / std::sqrt(v); }), {a},
+    return record("rsqrt", tg::rsqrt(float_value(a, "rsqrt")), {a},
                   {.inputs = {}, .output = true},
                   [](const SavedContext& c, const Variable& g) -> Grads {
                       const Variable y = c.output();  // (x^−½)' = −½·y³
                       return {mul(g, affine(mul(y, mul(y, y)), -0.5))};
                   });
+}
+
+Variable abs(const Variable& a) {
+    return record("abs", tg::abs(float_value(a, "abs")), {a}, {.inputs = {0}},
+                  [](const SavedContext& c, const Variable& g) -> Grads { return {mul(g, constant(tg::sign(c.input(0).value())))}; });
+}
+
+Variable sin(const Variable& a) {
+    return record("sin", tg::sin(float_value(a, "sin")), {a}, {.inputs = {0}},
+                  [](const SavedContext& c, const Variable& g) -> Grads { return {mul(g, cos(c.input(0)))}; });
+}
+
+Variable cos(const Variable& a) {
+    return record("cos", tg::cos(float_value(a, "cos")), {a}, {.inputs = {0}},
+                  [](const SavedContext& c, const Variable& g) -> Grads { return {neg(mul(g, sin(c.input(0))))}; });
+}
+
+Variable pow(const Variable& a, double p) {
+    return record("pow", tg::pow(float_value(a, "pow"), p), {a}, {.inputs = {0}},
+                  [p](const SavedContext& c, const Variable& g) -> Grads {
+                      return {mul(g, scale(pow(c.input(0), p - 1), p))};
+                  });
+}
+
+Variable pow(const Variable& a, const Variable& b) {
+    same_float_dtype(a, b, "pow");
+    const Shape sa = a.shape(), sb = b.shape();
+    return record("pow", tg::pow(a.value(), b.value()), {a, b}, {.inputs = {0, 1}},
+                  [sa, sb](const SavedContext& c, const Variable& g) -> Grads {
+                      const Variable x = c.input(0), y = c.input(1);
+                      return {c.needs_grad(0) ? sum_to(mul(g, mul(y, pow(x, affine(y, 1, -1)))), sa) : none(),
+                              c.needs_grad(1) ? sum_to(mul(g, mul(pow(x, y), log(x))), sb) : none()};
+                  });
+}
+
+Variable clamp(const Variable& a, double lo, double hi) {
+    return record("clamp", tg::clamp(float_value(a, "clamp"), lo, hi), {a}, {.inputs = {0}},
+                  [lo, hi](const SavedContext& c, const Variable& g) -> Grads {
+                      const Tensor& x = c.input(0).value();
+                      return {masked_fill(g, logical_or(lt(x, lo), gt(x, hi)), 0.0)};
+                  });
+}
+
+Variable where(const Tensor& mask, const Variable& a, const Variable& b) {
+    const Shape sa = a.shape(), sb = b.shape();
+    return record("where", (same_float_dtype(a, b, "where"), tg::where(mask, a.value(), b.value())), {a, b}, {},
+                  [mask, sa, sb](const SavedContext& c, const Variable& g) -> Grads {
+                      return {c.needs_grad(0) ? sum_to(masked_fill(g, logical_not(mask), 0.0), sa) : none(),
+                              c.needs_grad(1) ? sum_to(masked_fill(g, mask, 0.0), sb) : none()};
+                  });
+}
+
+Variable masked_fill(const Variable& a, const Tensor& mask, double value) {
+    return record("masked_fill", tg::masked_fill(float_value(a, "masked_fill"), mask, value), {a}, {},
+                  [mask](const SavedContext&, const Variable& g) -> Grads { return {masked_fill(g, mask, 0.0)}; });
+}
+
+Variable div(const Variable& a, double s) {
+    if (!a.defined()) fail("input", "div: a is undefined");
+    return div(a, constant(Tensor::full({}, s, a.dtype())));
+}
+
+Variable div(double s, const Variable& a) {
+    if (!a.defined()) fail("input", "div: b is undefined");
+    return div(constant(Tensor::full({}, s, a.dtype())), a);
 }
 
 // ---- shapes ---------------------------------------------------------------------------

@@ -29,6 +29,15 @@ inline Variable operator-(const Variable& a) { return neg(a); }
 inline Variable operator*(const Variable& a, double s) { return affine(a, s, 0); }
 inline Variable operator*(double s, const Variable& a) { return affine(a, s, 0); }
 inline Variable operator+(const Variable& a, double s) { return affine(a, 1, s); }
+inline Variable operator+(double s, const Variable& a) { return affine(a, 1, s); }
+inline Variable operator-(const Variable& a, double s) { return affine(a, 1, -s); }
+inline Variable operator-(double s, const Variable& a) { return affine(a, -1, s); }
+// Divisions by and of a constant: true divisions (not a multiplication by 1/s); the
+// gradient flows to the Variable only.
+Variable div(const Variable& a, double s);
+Variable div(double s, const Variable& a);
+inline Variable operator/(const Variable& a, double s) { return div(a, s); }
+inline Variable operator/(double s, const Variable& a) { return div(s, a); }
 
 // Element-wise functions.
 Variable exp(const Variable& a);
@@ -40,6 +49,21 @@ Variable tanh(const Variable& a);
 Variable softplus(const Variable& a);  // log(1 + e^a)
 Variable sqrt(const Variable& a);      // √a (NaN below 0; its gradient is infinite at 0)
 Variable rsqrt(const Variable& a);     // 1/√a
+// |a|; its gradient is sign(a)·g with the subgradient 0 at a = 0 (as PyTorch).
+Variable abs(const Variable& a);
+Variable sin(const Variable& a);
+Variable cos(const Variable& a);
+Variable pow(const Variable& a, double p);           // gradient p·a^(p−1)·g
+// a^b, broadcasting; ∂/∂a = b·a^(b−1)·g, ∂/∂b = a^b·log(a)·g (NaN for a < 0, as PyTorch
+// gives it; at a = 0 the log is −Inf).
+Variable pow(const Variable& a, const Variable& b);
+// min(max(a, lo), hi); gradient g where lo ≤ a ≤ hi (bounds inclusive, as PyTorch), else 0.
+Variable clamp(const Variable& a, double lo, double hi);
+// mask ? a : b (mask a b8 Tensor; all three broadcast); the gradient goes to a where the
+// mask is true and to b where it is false, summed back to their shapes.
+Variable where(const Tensor& mask, const Variable& a, const Variable& b);
+// a with `value` where mask (b8, broadcastable to a's shape) is true; gradient g where false.
+Variable masked_fill(const Variable& a, const Tensor& mask, double value);
 
 // Shapes. reshape keeps the element count; permute takes a permutation of the axes;
 // slice takes [begin, end) with a step along one axis; concat joins along one axis.

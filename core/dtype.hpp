@@ -8,13 +8,17 @@
 
 namespace tg {
 
-enum class DType { f64, f32, f16, bf16, i32, i64 };
+// b8 is the boolean dtype (name "bool"): one byte holding 0 or 1 (any non-zero value
+// converts to 1). Comparisons (ops/math.hpp) return it; converting it to another dtype gives
+// 0 or 1, converting to it gives 1 for every non-zero value (NaN included), as in PyTorch.
+enum class DType { f64, f32, f16, bf16, i32, i64, b8 };
 
 std::size_t dtype_size(DType t);
 const char* dtype_name(DType t);
-// Parses "f64", "f32", "f16", "bf16", "i32", "i64"; throws Error(key) otherwise.
+// Parses "f64", "f32", "f16", "bf16", "i32", "i64", "bool"; throws Error(key) otherwise.
 DType dtype_from_name(const std::string& name, const std::string& key);
 inline bool is_float(DType t) { return t == DType::f64 || t == DType::f32 || t == DType::f16 || t == DType::bf16; }
+inline bool is_int(DType t) { return t == DType::i32 || t == DType::i64; }
 inline bool is_16bit(DType t) { return t == DType::f16 || t == DType::bf16; }
 // Machine epsilon of a float dtype (the spacing of 1.0).
 double dtype_epsilon(DType t);

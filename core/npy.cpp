@@ -139,7 +139,8 @@ Descr parse_descr(const std::string& d, const std::string& key, const std::strin
         if (t == "i4") return {DType::i32, be};
         if (t == "i8") return {DType::i64, be};
     }
-    fail(key, "unsupported .npy dtype '", d, "' in ", path, " (expected <f8, <f4, <f2, <i4 or <i8)");
+    if (d == "|b1") return {DType::b8, false};
+    fail(key, "unsupported .npy dtype '", d, "' in ", path, " (expected <f8, <f4, <f2, <i4, <i8 or |b1)");
 }
 
 void byteswap(std::byte* p, std::int64_t n, std::size_t es) {
@@ -268,6 +269,7 @@ void emit_npy(const Tensor& tensor, const std::string& key, Sink&& sink) {
         case DType::i32: descr = "<i4"; break;
         case DType::i64: descr = "<i8"; break;
         case DType::bf16: descr = "<f4"; break;
+        case DType::b8: descr = "|b1"; break;
     }
     std::string shape = "(";
     for (std::size_t i = 0; i < t.shape().size(); ++i) shape += std::to_string(t.shape()[i]) + (t.shape().size() == 1 ? "," : (i + 1 < t.shape().size() ? ", " : ""));

@@ -16,6 +16,7 @@ constexpr std::int64_t kEdge = 3;          // entries shown at each end of a sum
 
 // How every element of one tensor is written, decided once from the values shown.
 struct Format {
+    bool boolean = false;  // b8: "True" / "False", as PyTorch prints them
     bool integer_dtype = false;
     bool integral = false;    // float values that are all whole numbers: "1."
     bool scientific = false;  // "1.2346e-05"
@@ -23,7 +24,8 @@ struct Format {
 
     std::string operator()(double v) const {
         char buf[64];
-        if (integer_dtype) std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(v));
+        if (boolean) std::snprintf(buf, sizeof buf, "%s", v != 0 ? "True" : "False");
+        else if (integer_dtype) std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(v));
         else if (std::isnan(v)) std::snprintf(buf, sizeof buf, "nan");
         else if (std::isinf(v)) std::snprintf(buf, sizeof buf, v < 0 ? "-inf" : "inf");
         else if (integral) std::snprintf(buf, sizeof buf, "%.0f.", v);
@@ -35,6 +37,7 @@ struct Format {
 
 Format choose_format(DType dtype, const std::vector<double>& shown) {
     Format f;
+    f.boolean = dtype == DType::b8;
     f.integer_dtype = !is_float(dtype);
     if (!f.integer_dtype) {
         f.integral = true;

@@ -79,6 +79,7 @@ decltype(auto) visit_ptr(DType dtype, void* p, F&& f) {
         case DType::f32: return f(static_cast<float*>(p));
         case DType::i32: return f(static_cast<std::int32_t*>(p));
         case DType::i64: return f(static_cast<std::int64_t*>(p));
+        case DType::b8: return f(static_cast<std::uint8_t*>(p));
         default: return f(static_cast<std::uint16_t*>(p));
     }
 }
@@ -91,6 +92,7 @@ double load(DType t, const std::byte* p) {
         case DType::bf16: { std::uint16_t v; std::memcpy(&v, p, 2); return bf16_to_f32(v); }
         case DType::i32: { std::int32_t v; std::memcpy(&v, p, 4); return v; }
         case DType::i64: { std::int64_t v; std::memcpy(&v, p, 8); return static_cast<double>(v); }
+        case DType::b8: return *p != std::byte{0} ? 1.0 : 0.0;
     }
     return 0;
 }
@@ -103,6 +105,7 @@ void store(DType t, std::byte* p, double v) {
         case DType::bf16: { std::uint16_t h = f64_to_bf16(v); std::memcpy(p, &h, 2); break; }
         case DType::i32: { std::int32_t i = static_cast<std::int32_t>(v); std::memcpy(p, &i, 4); break; }
         case DType::i64: { std::int64_t i = static_cast<std::int64_t>(v); std::memcpy(p, &i, 8); break; }
+        case DType::b8: *p = v != 0 ? std::byte{1} : std::byte{0}; break;  // NaN != 0: true
     }
 }
 
@@ -174,6 +177,7 @@ static bool matches(DType d) {
     else if constexpr (std::is_same_v<T, std::uint16_t>) return d == DType::f16 || d == DType::bf16;
     else if constexpr (std::is_same_v<T, std::int32_t>) return d == DType::i32;
     else if constexpr (std::is_same_v<T, std::int64_t>) return d == DType::i64;
+    else if constexpr (std::is_same_v<T, std::uint8_t>) return d == DType::b8;
     else return false;
 }
 
@@ -193,11 +197,13 @@ template float* Tensor::data<float>();
 template std::uint16_t* Tensor::data<std::uint16_t>();
 template std::int32_t* Tensor::data<std::int32_t>();
 template std::int64_t* Tensor::data<std::int64_t>();
+template std::uint8_t* Tensor::data<std::uint8_t>();
 template const double* Tensor::data<double>() const;
 template const float* Tensor::data<float>() const;
 template const std::uint16_t* Tensor::data<std::uint16_t>() const;
 template const std::int32_t* Tensor::data<std::int32_t>() const;
 template const std::int64_t* Tensor::data<std::int64_t>() const;
+template const std::uint8_t* Tensor::data<std::uint8_t>() const;
 
 void* Tensor::raw_data() {
     check_defined("raw_data");

@@ -61,7 +61,8 @@ public:
     DType dtype() const { check_defined("dtype"); return dtype_; }
     bool is_contiguous() const;
 
-    // Typed pointer to the first element; T must match the dtype (std::uint16_t for f16/bf16).
+    // Typed pointer to the first element; T must match the dtype (std::uint16_t for f16/bf16,
+    // std::uint8_t for b8).
     template <class T> T* data();
     template <class T> const T* data() const;
     void* raw_data();

@@ -18,37 +18,6 @@ void need_float(const Tensor& t, const char* op, const char* which) {
 
 namespace {
 
-// Element strides of a contiguous tensor of shape `s` read as shape `out` (right-aligned,
-// stride 0 on the axes it is broadcast along).
-Shape broadcast_strides(const Shape& s, const Shape& out) {
-    Shape st(out.size(), 0);
-    const Shape cs = contiguous_strides(s);
-    const std::size_t off = out.size() - s.size();
-    for (std::size_t i = 0; i < s.size(); ++i) st[off + i] = s[i] == 1 ? 0 : cs[i];
-    return st;
-}
-
-// Calls f(k, ia, ib) for every output element k in C order, with the matching element
-// offsets of two broadcast operands.
-template <class F>
-void for_each_broadcast(const Shape& out, const Shape& sa, const Shape& sb, F&& f) {
-    const std::int64_t n = shape_numel(out);
-    const int nd = static_cast<int>(out.size());
-    std::vector<std::int64_t> idx(static_cast<std::size_t>(nd), 0);
-    std::int64_t ia = 0, ib = 0;
-    for (std::int64_t k = 0; k < n; ++k) {
-        f(k, ia, ib);
-        for (int a = nd - 1; a >= 0; --a) {
-            ia += sa[a];
-            ib += sb[a];
-            if (++idx[a] < out[a]) break;
-            ia -= sa[a] * out[a];
-            ib -= sb[a] * out[a];
-            idx[a] = 0;
-        }
-    }
-}
-
 template <class T>
 T apply_binary(BinaryOp op, T a, T b) {
     switch (op) {
@@ -145,6 +114,14 @@ const char* binary_name(BinaryOp op) {
 }
 
 }  // namespace
+
+Shape broadcast_strides(const Shape& s, const Shape& out) {
+    Shape st(out.size(), 0);
+    const Shape cs = contiguous_strides(s);
+    const std::size_t off = out.size() - s.size();
+    for (std::size_t i = 0; i < s.size(); ++i) st[off + i] = s[i] == 1 ? 0 : cs[i];
+    return st;
+}
 
 Shape broadcast_shapes(const Shape& a, const Shape& b, const std::string& op) {
     const std::size_t n = std::max(a.size(), b.size());

@@ -3,8 +3,11 @@
 // once per kernel. Both operands of a binary op must have the same dtype.
 #pragma once
 #include <string>
+#include <vector>
 
+#include "tapegrad/core/simd.hpp"
 #include "tapegrad/core/tensor.hpp"
+#include "tapegrad/ops/elementwise_kernels.hpp"
 
 namespace tg {
 
@@ -30,6 +33,47 @@ enum class UnaryOp {
     Abs,
 };
 Tensor unary_op(UnaryOp op, const Tensor& x, double param = 0);
+
+// Element strides of a contiguous tensor of shape `s` read as shape `out` (right-aligned,
+// stride 0 on the axes it is broadcast along).
+Shape broadcast_strides(const Shape& s, const Shape& out);
+
+// Calls f(k, ia, ib) for every output element k in C order, with the matching element
+// offsets of two broadcast operands (strides sa, sb in elements).
+template <class F>
+void for_each_broadcast(const Shape& out, const Shape& sa, const Shape& sb, F&& f) {
+    const std::int64_t n = shape_numel(out);
+    const int nd = static_cast<int>(out.size());
+    std::vector<std::int64_t> idx(static_cast<std::size_t>(nd), 0);
+    std::int64_t ia = 0, ib = 0;
+    for (std::int64_t k = 0; k < n; ++k) {
+        f(k, ia, ib);
+        for (int a = nd - 1; a >= 0; --a) {
+            ia += sa[a];
+            ib += sb[a];
+            if (++idx[a] < out[a]) break;
+            ia -= sa[a] * out[a];
+            ib -= sb[a] * out[a];
+            idx[a] = 0;
+        }
+    }
+}
+
+// out[k] = f(x[k]) for k < n: the vector loop of the active instruction set for functor F
+// (ops/functors.hpp) where F has a batch form for T, then f's scalar form for the rest. Every
+// element is bit for bit the scalar f(x[k]) whatever the instruction set.
+template <class F, class T>
+void vector_map(const F& f, const T* x, T* out, std::int64_t n) {
+    std::int64_t k = 0;
+    if constexpr (F::template vector<T>) {
+        switch (simd::active()) {
+            case simd::Isa::avx2: k = simd_ew::map_avx2(f, x, out, n); break;
+            case simd::Isa::avx512: k = simd_ew::map_avx512(f, x, out, n); break;
+            default: break;
+        }
+    }
+    for (; k < n; ++k) out[k] = f(x[k]);
+}
 
 // x·scale + shift
 Tensor affine(const Tensor& x, double scale, double shift);

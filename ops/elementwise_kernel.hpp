@@ -7,6 +7,7 @@
 #include <xsimd/xsimd.hpp>
 
 #include "tapegrad/ops/elementwise_kernels.hpp"
+#include "tapegrad/ops/functors.hpp"
 
 // GCC 12's AVX-512 intrinsics seed their pass-through operand with a self-initialised
 // variable (_mm512_undefined_*), which -Wmaybe-uninitialized reports once inlined here
@@ -116,6 +117,14 @@ constexpr Kernels<T> kernels{binary<Arch, T>, binary_scalar<Arch, T>, unary<Arch
 }  // namespace tg::simd_ew
 
 // Defines the tables of ops/elementwise_kernels.hpp for one architecture (once per arch .cpp).
+#define TG_MAP_INSTANCE(F, T, SUFFIX) template std::int64_t tg::simd_ew::map_##SUFFIX<F, T>(const F&, const T*, T*, std::int64_t);
+#define TG_MAP_avx2(F, T) TG_MAP_INSTANCE(F, T, avx2)
+#define TG_MAP_avx512(F, T) TG_MAP_INSTANCE(F, T, avx512)
 #define TG_INSTANTIATE_ELEMENTWISE(ARCH, SUFFIX)                                     \
+    template <class F, class T>                                                      \
+    std::int64_t tg::simd_ew::map_##SUFFIX(const F& f, const T* x, T* out, std::int64_t n) { \
+        return map1<xsimd::batch<T, ARCH>>(x, out, n, f);                           \
+    }                                                                                \
+    TG_VECTOR_FUNCTORS(TG_MAP_##SUFFIX)                                              \
     const tg::simd_ew::Kernels<float> tg::simd_ew::f32_##SUFFIX = kernels<ARCH, float>; \
     const tg::simd_ew::Kernels<double> tg::simd_ew::f64_##SUFFIX = kernels<ARCH, double>;

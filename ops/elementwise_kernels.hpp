@@ -22,6 +22,13 @@ struct Kernels {
     std::int64_t (*affine)(const T* x, T scale, T shift, T* out, std::int64_t n);       // x[k]·scale + shift, two roundings
 };
 
+// out[k] = f(x[k]) for whole vectors with functor F's batch form (ops/functors.hpp), for the
+// pairs listed in TG_VECTOR_FUNCTORS; the caller finishes the tail with f's scalar form.
+template <class F, class T>
+std::int64_t map_avx2(const F& f, const T* x, T* out, std::int64_t n);
+template <class F, class T>
+std::int64_t map_avx512(const F& f, const T* x, T* out, std::int64_t n);
+
 extern const Kernels<float> f32_avx2, f32_avx512;
 extern const Kernels<double> f64_avx2, f64_avx512;
 

@@ -225,7 +225,7 @@ TEST_CASE("npy malformed files throw tg::Error naming the key", "[npy]") {
         malformed_error(dir, v0);
     }
     SECTION("dtypes") {
-        for (const std::string d : {"<u1", "<c8", "|b1", "<f16", "<u8", "|u1", "float64", "<f", "", "<M8[s]", "O"}) {
+        for (const std::string d : {"<u1", "<c8", "<f16", "<u8", "|u1", "float64", "<f", "", "<M8[s]", "O"}) {
             INFO("descr '" << d << "'");
             CHECK_THAT(malformed_error(dir, npy_bytes("{'descr': '" + d + "', 'fortran_order': False, 'shape': (2,), }", std::string(16, '\0'))),
                        Catch::Contains("dtype"));
