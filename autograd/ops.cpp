@@ -69,6 +69,7 @@ Variable sub(const Variable& a, const Variable& b) {
                   });
 }
 
+// doc-begin: mul
 Variable mul(const Variable& a, const Variable& b) {
     const Shape sa = a.shape(), sb = b.shape();
     return record("mul", binary_op(BinaryOp::Mul, a.value(), b.value()), {a, b}, {.inputs = {0, 1}},
@@ -77,6 +78,7 @@ Variable mul(const Variable& a, const Variable& b) {
                               c.needs_grad(1) ? sum_to(mul(g, c.input(0)), sb) : none()};
                   });
 }
+// doc-end: mul
 
 Variable div(const Variable& a, const Variable& b) {
     const Shape sa = a.shape(), sb = b.shape();
