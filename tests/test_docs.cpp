@@ -5,7 +5,8 @@
 //     <!-- code: docs/snippets/nn.cpp#training-step -->
 //
 // and in that file the region is the lines between `// doc-begin: training-step` and
-// `// doc-end: training-step`, less their common indentation. This test compares them.
+// `// doc-end: training-step`, less their common indentation. This test compares them;
+// scripts/sync_docs.py copies a changed region into its block.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -133,7 +134,8 @@ TEST_CASE("every cpp block of the docs is a region of compiled code", "[docs]") 
     for (const fs::path& md : markdown_files(root)) {
         const std::string text = read_text(md);
         for (std::size_t p = text.find("```cpp"); p != std::string::npos; p = text.find("```cpp", p + 1)) ++blocks;
-        for (const std::string& problem : check_markdown(text, fs::relative(md, root).string(), root)) FAIL_CHECK(problem);
+        for (const std::string& problem : check_markdown(text, fs::relative(md, root).string(), root))
+            FAIL_CHECK(problem + " (python3 scripts/sync_docs.py copies the code into the docs)");
     }
     CHECK(blocks >= 10);  // the docs do have code: the walk found it
 }
