@@ -69,6 +69,7 @@ Variable sub(const Variable& a, const Variable& b) {
                   });
 }
 
+// doc-begin: mul
 Variable mul(const Variable& a, const Variable& b) {
     same_float_dtype(a, b, "mul");
     const Shape sa = a.shape(), sb = b.shape();
@@ -78,6 +79,7 @@ Variable mul(const Variable& a, const Variable& b) {
                               c.needs_grad(1) ? sum_to(mul(g, c.input(0)), sb) : none()};
                   });
 }
+// doc-end: mul
 
 Variable div(const Variable& a, const Variable& b) {
     same_float_dtype(a, b, "div");
@@ -260,17 +262,17 @@ Variable slice(const Variable& a, int axis, std::int64_t begin, std::int64_t end
     });
 }
 
-Variable concat(const std::vector<Variable>& parts, int axis) {
+Variable cat(const std::vector<Variable>& parts, int axis) {
     std::vector<Tensor> values;
     for (std::size_t i = 0; i < parts.size(); ++i) {
-        if (!parts[i].defined()) fail("inputs", "concat: part ", i, " of ", parts.size(), " is undefined");
+        if (!parts[i].defined()) fail("inputs", "cat: part ", i, " of ", parts.size(), " is undefined");
         values.push_back(parts[i].value());
     }
-    Tensor y = tg::concat(values, axis);
+    Tensor y = tg::cat(values, axis);
     const int ax = axis < 0 ? axis + y.ndim() : axis;
     std::vector<std::int64_t> sizes;
     for (const Tensor& v : values) sizes.push_back(v.shape()[static_cast<std::size_t>(ax)]);
-    return record("concat", std::move(y), parts, {}, [ax, sizes](const SavedContext&, const Variable& g) -> Grads {
+    return record("cat", std::move(y), parts, {}, [ax, sizes](const SavedContext&, const Variable& g) -> Grads {
         Grads out;
         std::int64_t at = 0;
         for (std::int64_t s : sizes) {

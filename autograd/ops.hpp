@@ -66,12 +66,12 @@ Variable where(const Tensor& mask, const Variable& a, const Variable& b);
 Variable masked_fill(const Variable& a, const Tensor& mask, double value);
 
 // Shapes. reshape keeps the element count; permute takes a permutation of the axes;
-// slice takes [begin, end) with a step along one axis; concat joins along one axis.
+// slice takes [begin, end) with a step along one axis; cat joins along one axis.
 Variable reshape(const Variable& a, const Shape& shape);
 Variable permute(const Variable& a, const std::vector<int>& axes);
 Variable transpose(const Variable& a);  // the two axes of a matrix swapped
 Variable slice(const Variable& a, int axis, std::int64_t begin, std::int64_t end, std::int64_t step = 1);
-Variable concat(const std::vector<Variable>& parts, int axis);
+Variable cat(const std::vector<Variable>& parts, int axis);
 Variable broadcast_to(const Variable& a, const Shape& shape);
 Variable sum_to(const Variable& a, const Shape& shape);  // the adjoint of broadcast_to
 

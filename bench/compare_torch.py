@@ -4,7 +4,7 @@ shapes.json and prints medians, GFLOP/s and ratios (torch time / tapegrad time: 
 tapegrad is faster).
 
     /usr/bin/python3 bench/compare_torch.py --exe build/release/tapegrad \\
-        [--shapes ../shared/bench/shapes.json] [--threads 1 2] [--rounds 3] [--only NAME] \\
+        [--shapes bench/shapes.json] [--threads 1 2] [--rounds 3] [--only NAME] \\
         [--batch N] [--min-time 0.3] [--exclude-from-gemm depthwise_c128,tiny] [--json OUT]
 
 Needs Debian's python3-torch 1.13 (for /usr/bin/python3; the python3 first on PATH may lack
@@ -290,7 +290,7 @@ def print_table(thr, results, exclude):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--exe", default="build/release/tapegrad", help="the tapegrad binary")
-    ap.add_argument("--shapes", default="../shared/bench/shapes.json")
+    ap.add_argument("--shapes", default="bench/shapes.json")
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--only", default=None, help="only this shape")

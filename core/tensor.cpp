@@ -276,15 +276,213 @@ Tensor Tensor::to(DType dtype) const {
     return out;
 }
 
+int normalize_axis(int axis, int ndim, const char* op) {
+    if (axis < -ndim || axis >= ndim)
+        fail("axis", op, ": axis ", axis, " out of range for a tensor of rank ", ndim, " (valid: ", -ndim, "..", ndim - 1, ")");
+    return axis < 0 ? axis + ndim : axis;
+}
+
+namespace {
+
+// `shape` with a -1 entry replaced by the size that gives `numel` elements; errors name `op`.
+Shape infer_shape(const Shape& shape, std::int64_t numel, const Shape& from, const char* op) {
+    Shape out = shape;
+    int infer = -1;
+    std::int64_t known = 1;
+    for (std::size_t i = 0; i < out.size(); ++i) {
+        if (out[i] == -1 && infer < 0) infer = static_cast<int>(i);
+        else if (out[i] < 0) fail("shape", op, ": shape ", shape_str(shape), " has a negative dim other than one -1");
+        else known = out[i] == 0 ? 0 : known * out[i];
+    }
+    if (infer >= 0) {
+        if (known == 0 || numel % known != 0)
+            fail("shape", op, ": cannot infer the -1 of ", shape_str(shape), " for ", shape_str(from), " (", numel, " elements)");
+        out[static_cast<std::size_t>(infer)] = numel / known;
+    }
+    if (shape_numel(out, "shape") != numel)
+        fail("shape", op, ": cannot view ", shape_str(from), " (", numel, " elements) as ", shape_str(shape));
+    return out;
+}
+
+// The strides that read a tensor of shape `from` with strides `st` as `to` without a copy,
+// or false when no strides can (PyTorch's computeStride): runs of axes of `from` that are
+// contiguous with each other may be split and merged freely; nothing may cross a seam.
+bool view_strides(const Shape& from, const Shape& st, const Shape& to, Shape& out) {
+    out.assign(to.size(), 0);
+    if (shape_numel(from) == 0) {
+        out = contiguous_strides(to);
+        return true;
+    }
+    std::int64_t view_d = static_cast<std::int64_t>(to.size()) - 1;
+    std::int64_t chunk_base_stride = from.empty() ? 1 : st.back();
+    std::int64_t tensor_numel = 1, view_numel = 1;
+    for (std::int64_t d = static_cast<std::int64_t>(from.size()) - 1; d >= 0; --d) {
+        tensor_numel *= from[static_cast<std::size_t>(d)];
+        if (d == 0 || (from[static_cast<std::size_t>(d - 1)] != 1 &&
+                       st[static_cast<std::size_t>(d - 1)] != tensor_numel * chunk_base_stride)) {
+            while (view_d >= 0 && (view_numel < tensor_numel || to[static_cast<std::size_t>(view_d)] == 1)) {
+                out[static_cast<std::size_t>(view_d)] = view_numel * chunk_base_stride;
+                view_numel *= to[static_cast<std::size_t>(view_d)];
+                --view_d;
+            }
+            if (view_numel != tensor_numel) return false;
+            if (d > 0) {
+                chunk_base_stride = st[static_cast<std::size_t>(d - 1)];
+                tensor_numel = 1;
+                view_numel = 1;
+            }
+        }
+    }
+    return view_d == -1;
+}
+
+}  // namespace
+
+Tensor Tensor::view(const Shape& shape) const {
+    check_defined("view");
+    const Shape want = infer_shape(shape, numel(), shape_, "view");
+    Shape st;
+    if (!view_strides(shape_, strides_, want, st))
+        fail("shape", "view: a tensor of shape ", shape_str(shape_), " with strides ", shape_str(strides_),
+             " cannot be viewed as ", shape_str(want), " without a copy (use reshape, which copies when it must)");
+    Tensor t = *this;
+    t.shape_ = want;
+    t.strides_ = st;
+    return t;
+}
+
 Tensor Tensor::reshape(const Shape& shape) const {
     check_defined("reshape");
-    const std::int64_t n = shape_numel(shape, "shape");
-    if (n != numel())
-        fail("shape", "reshape: cannot view ", shape_str(shape_), " (", numel(), " elements) as ", shape_str(shape));
-    Tensor t = contiguous();
-    t.shape_ = shape;
-    t.strides_ = contiguous_strides(shape);
+    const Shape want = infer_shape(shape, numel(), shape_, "reshape");
+    Tensor t = contiguous();  // shares the storage when already contiguous
+    t.shape_ = want;
+    t.strides_ = contiguous_strides(want);
     return t;
+}
+
+Tensor Tensor::transpose(int d0, int d1) const {
+    check_defined("transpose");
+    const int nd = ndim();
+    const int a = normalize_axis(d0, nd, "transpose"), b = normalize_axis(d1, nd, "transpose");
+    Tensor t = *this;
+    std::swap(t.shape_[static_cast<std::size_t>(a)], t.shape_[static_cast<std::size_t>(b)]);
+    std::swap(t.strides_[static_cast<std::size_t>(a)], t.strides_[static_cast<std::size_t>(b)]);
+    return t;
+}
+
+Tensor Tensor::select(int axis, std::int64_t index) const {
+    check_defined("select");
+    const int nd = ndim();
+    if (nd == 0) fail("tensor", "select: a 0-d tensor has no axis to index");
+    const int a = normalize_axis(axis, nd, "select");
+    const std::int64_t n = shape_[static_cast<std::size_t>(a)];
+    if (index < -n || index >= n)
+        fail("index", "select: index ", index, " out of range for axis ", a, " of size ", n, " (valid: ", -n, "..", n - 1,
+             "; tensor ", shape_str(shape_), ")");
+    Tensor t = *this;
+    t.offset_ += (index < 0 ? index + n : index) * strides_[static_cast<std::size_t>(a)];
+    t.shape_.erase(t.shape_.begin() + a);
+    t.strides_.erase(t.strides_.begin() + a);
+    return t;
+}
+
+Tensor Tensor::squeeze() const {
+    check_defined("squeeze");
+    Tensor t = *this;
+    t.shape_.clear();
+    t.strides_.clear();
+    for (std::size_t i = 0; i < shape_.size(); ++i)
+        if (shape_[i] != 1) {
+            t.shape_.push_back(shape_[i]);
+            t.strides_.push_back(strides_[i]);
+        }
+    return t;
+}
+
+Tensor Tensor::squeeze(int axis) const {
+    check_defined("squeeze");
+    const int a = normalize_axis(axis, ndim(), "squeeze");
+    if (shape_[static_cast<std::size_t>(a)] != 1) return *this;  // as PyTorch: a no-op
+    Tensor t = *this;
+    t.shape_.erase(t.shape_.begin() + a);
+    t.strides_.erase(t.strides_.begin() + a);
+    return t;
+}
+
+Tensor Tensor::unsqueeze(int axis) const {
+    check_defined("unsqueeze");
+    const int a = normalize_axis(axis, ndim() + 1, "unsqueeze");
+    Tensor t = *this;
+    const std::size_t i = static_cast<std::size_t>(a);
+    const std::int64_t st = i < shape_.size() ? strides_[i] * shape_[i] : 1;
+    t.shape_.insert(t.shape_.begin() + a, 1);
+    t.strides_.insert(t.strides_.begin() + a, st);
+    return t;
+}
+
+Tensor Tensor::flatten(int start, int end) const {
+    check_defined("flatten");
+    const int nd = ndim();
+    if (nd == 0) return reshape({1});
+    const int s = normalize_axis(start, nd, "flatten"), e = normalize_axis(end, nd, "flatten");
+    if (s > e) fail("axis", "flatten: start axis ", start, " comes after end axis ", end, " (tensor ", shape_str(shape_), ")");
+    Shape out(shape_.begin(), shape_.begin() + s);
+    std::int64_t merged = 1;
+    for (int a = s; a <= e; ++a) merged *= shape_[static_cast<std::size_t>(a)];
+    out.push_back(merged);
+    out.insert(out.end(), shape_.begin() + e + 1, shape_.end());
+    return reshape(out);
+}
+
+namespace {
+
+std::int64_t element_offset(const Shape& shape, const Shape& strides, std::int64_t base, const Shape& index, const char* op) {
+    if (index.size() != shape.size())
+        fail("index", op, ": index ", shape_str(index), " has ", index.size(), " entries for a tensor of shape ", shape_str(shape));
+    std::int64_t off = base;
+    for (std::size_t a = 0; a < shape.size(); ++a) {
+        const std::int64_t n = shape[a], i = index[a];
+        if (i < -n || i >= n)
+            fail("index", op, ": index ", shape_str(index), " is out of range on axis ", a, " (", i, " for size ", n,
+                 "; valid: ", -n, "..", n - 1, ")");
+        off += (i < 0 ? i + n : i) * strides[a];
+    }
+    return off;
+}
+
+}  // namespace
+
+void Tensor::copy_(const Tensor& src) {
+    check_defined("copy_");
+    if (!src.defined()) fail("input", "copy_: the source tensor is undefined");
+    if (src.shape() != shape_)
+        fail("shape", "copy_: source shape ", shape_str(src.shape()), " differs from destination ", shape_str(shape_));
+    const Tensor s = src.to(dtype_).contiguous();
+    const std::int64_t es = static_cast<std::int64_t>(dtype_size(dtype_));
+    const std::byte* from = static_cast<const std::byte*>(s.raw_data());
+    std::byte* base = storage_->bytes.get();
+    if (is_contiguous()) {
+        std::memmove(base + offset_ * es, from, static_cast<std::size_t>(numel() * es));
+    } else {
+        for_each_offset(shape_, strides_, offset_, [&](std::int64_t off) {
+            std::memcpy(base + off * es, from, static_cast<std::size_t>(es));
+            from += es;
+        });
+    }
+    bump_version();
+}
+
+double Tensor::at(const Shape& index) const {
+    check_defined("at");
+    const std::int64_t off = element_offset(shape_, strides_, offset_, index, "Tensor::at");
+    return load(dtype_, storage_->bytes.get() + off * static_cast<std::int64_t>(dtype_size(dtype_)));
+}
+
+void Tensor::set(const Shape& index, double value) {
+    check_defined("set");
+    const std::int64_t off = element_offset(shape_, strides_, offset_, index, "Tensor::set");
+    store(dtype_, storage_->bytes.get() + off * static_cast<std::int64_t>(dtype_size(dtype_)), value);
+    bump_version();
 }
 
 Tensor Tensor::permute(const std::vector<int>& axes) const {
@@ -319,7 +517,7 @@ Tensor Tensor::slice(int axis, std::int64_t begin, std::int64_t end, std::int64_
              shape_str(shape_), ")");
     Tensor t = *this;
     t.offset_ += begin * strides_[axis];
-    t.shape_[axis] = (end - begin + step - 1) / step;
+    t.shape_[axis] = end == begin ? 0 : (end - begin - 1) / step + 1;  // no overflow for any step
     t.strides_[axis] *= step;
     return t;
 }

@@ -72,9 +72,27 @@ public:
     Tensor to(DType dtype) const;
     Tensor contiguous() const;  // shares storage when already contiguous
     Tensor clone() const;       // always a fresh contiguous copy
-    Tensor reshape(const Shape& shape) const;
-    Tensor permute(const std::vector<int>& axes) const;
-    Tensor slice(int axis, std::int64_t begin, std::int64_t end, std::int64_t step = 1) const;
+    // Shape and indexing. Views share the storage (writes through one are seen by the
+    // other); the calls marked "copy" make a new buffer. A negative axis counts from the end
+    // (-1 is the last), as does a negative index in operator[] and select. One dim of a
+    // reshape or view may be -1: it is inferred from the element count.
+    Tensor reshape(const Shape& shape) const;  // a view of a contiguous tensor, else a contiguous copy
+    Tensor view(const Shape& shape) const;     // view; an error naming the shape and strides when they cannot express it
+    Tensor permute(const std::vector<int>& axes) const;                   // view
+    Tensor transpose(int d0, int d1) const;                               // view: axes d0 and d1 swapped
+    Tensor slice(int axis, std::int64_t begin, std::int64_t end, std::int64_t step = 1) const;  // view
+    Tensor select(int axis, std::int64_t index) const;                    // view of one index, the axis removed
+    Tensor operator[](std::int64_t index) const { return select(0, index); }  // view: t[i] = t.select(0, i)
+    Tensor squeeze() const;                                               // view: every size-1 axis removed
+    Tensor squeeze(int axis) const;                                       // view: that axis removed if its size is 1
+    Tensor unsqueeze(int axis) const;                                     // view: a size-1 axis inserted at `axis` (in [-ndim-1, ndim])
+    Tensor flatten(int start = 0, int end = -1) const;                    // axes start..end merged, as reshape
+    // Writes src's values (the same shape; converted to this dtype) into this tensor's
+    // elements through its strides, so a view writes into its base; bumps the version.
+    void copy_(const Tensor& src);
+    // One element by its multi-index (negative entries count from the end).
+    double at(const Shape& index) const;
+    void set(const Shape& index, double value);  // writes (rounded to the dtype) and bumps the version
 
     // Element values as doubles in C order (for tests, I/O and small glue code).
     std::vector<double> values() const;
@@ -97,6 +115,10 @@ private:
     Shape shape_, strides_;
     DType dtype_ = DType::f32;
 };
+
+// An axis of a rank-`ndim` tensor, negative counting from the end, as 0..ndim-1; the error
+// (key "axis") names `op`, the axis and the valid range.
+int normalize_axis(int axis, int ndim, const char* op);
 
 // Row-major strides of a shape, in elements.
 Shape contiguous_strides(const Shape& shape);

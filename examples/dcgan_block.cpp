@@ -85,12 +85,14 @@ int main(int argc, char** argv) try {
     // With kernel 4 and stride 2 the size exactly doubles with no output_padding, and the
     // kernel is a multiple of the stride, so every inner output position gets the same
     // number of taps, k/s = 2 per axis: no checkerboard pattern from uneven overlap.
+    // doc-begin: generator
     const nn::ConvOptions doubling = nn::ConvOptions{4, 4}.stride(2).padding(1);
     nn::Sequential generator{
         nn::ConvTranspose(kLatent, 32, nn::ConvOptions{4, 4}.bias(false)), nn::BatchNorm(32), nn::ReLU(),  // 1 -> 4
         nn::ConvTranspose(32, 16, nn::ConvOptions(doubling).bias(false)), nn::BatchNorm(16), nn::ReLU(),  // 4 -> 8
         nn::ConvTranspose(16, 1, doubling),                                                               // 8 -> 16
         nn::Sigmoid()};  // pixels in (0, 1), like the targets (DCGAN uses tanh for images in [−1, 1])
+    // doc-end: generator
 
     Generator gen(1);
     const ag::Variable z = ag::constant(randn({kImages, kLatent, 1, 1}, gen));  // one fixed latent per picture
@@ -164,7 +166,7 @@ int main(int argc, char** argv) try {
 
     // The picture, one row each: the targets, step 0, step 10, the trained generator.
     const std::string png = (out_dir / "dcgan_block.png").string();
-    write_png_grid(png, concat(rows, 0), kImages, 4);
+    write_png_grid(png, cat(rows, 0), kImages, 4);
     std::printf("picture: %s (rows: targets, step 0, step 10, trained)\n", png.c_str());
     std::printf("every claim holds\n");
     return 0;

@@ -1,5 +1,7 @@
 // The autograd example of the README (docs/autograd.md): a small model, its gradients, and
-// a gradient check. Built with the project, so the README's snippet always compiles.
+// a gradient check. The region between the doc markers is the README's block, word for word
+// (tests/test_docs.cpp checks it), so the README's code compiles and runs (ctest).
+// doc-begin: autograd
 #include <iostream>
 
 #include <tapegrad/tapegrad.hpp>
@@ -33,3 +35,4 @@ int main() {
     std::cout << r.table();
     return r.ok ? 0 : 1;
 }
+// doc-end: autograd

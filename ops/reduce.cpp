@@ -257,3 +257,232 @@ Tensor softmax(const Tensor& x, int axis) { return softmax_impl(x, axis, false, 
 Tensor log_softmax(const Tensor& x, int axis) { return softmax_impl(x, axis, true, "log_softmax"); }
 
 }  // namespace tg
+
+// ---- reductions of the everyday tensor API --------------------------------------------------
+
+namespace tg {
+
+namespace {
+
+// x with the reduced axes moved last and made contiguous in dtype `as`: `outer` rows of
+// `inner` elements, one row per result element.
+struct Rows {
+    Tensor data;
+    std::int64_t outer = 1, inner = 1;
+    Shape out_shape;
+};
+
+Rows rows_of(const Tensor& x, const std::vector<int>& axes_in, bool keepdim, const char* op, DType as) {
+    if (!x.defined()) fail("input", op, ": the input is undefined");
+    const int nd = x.ndim();
+    const std::vector<int> axes = normalize_axes(axes_in, nd, op);
+    std::vector<bool> red(static_cast<std::size_t>(nd), false);
+    for (int a : axes) red[static_cast<std::size_t>(a)] = true;
+    std::vector<int> perm;
+    Rows r;
+    for (int a = 0; a < nd; ++a)
+        if (!red[static_cast<std::size_t>(a)]) perm.push_back(a);
+    for (int a : axes) perm.push_back(a);
+    for (int a = 0; a < nd; ++a) {
+        const std::int64_t d = x.shape()[static_cast<std::size_t>(a)];
+        if (red[static_cast<std::size_t>(a)]) r.inner *= d;
+        else r.outer *= d;
+        if (!red[static_cast<std::size_t>(a)]) r.out_shape.push_back(d);
+        else if (keepdim) r.out_shape.push_back(1);
+    }
+    r.data = x.to(as).permute(perm).contiguous();
+    return r;
+}
+
+// Calls f(T{}) with T = double, float, std::int64_t or std::int32_t for a float (compute
+// dtype) or integer dtype `d`; bool counts as i64.
+template <class F>
+decltype(auto) with_value_type(DType d, F&& f) {
+    switch (d) {
+        case DType::f64: return f(double{});
+        case DType::f32: return f(float{});
+        case DType::i32: return f(std::int32_t{});
+        default: return f(std::int64_t{});
+    }
+}
+
+DType value_dtype(DType d) { return is_float(d) ? compute_dtype(d) : d == DType::b8 ? DType::i64 : d; }
+
+void need_float_reduce(const Tensor& x, const char* op) {
+    if (!x.defined()) fail("input", op, ": the input is undefined");
+    if (!is_float(x.dtype()))
+        fail("dtype", op, ": needs a float tensor, got ", dtype_name(x.dtype()), " ", shape_str(x.shape()), " (convert with .to())");
+}
+
+// Per row, f(row, inner) -> double, stored rounded once to `out_dtype`.
+template <class F>
+Tensor per_row(const Rows& r, DType out_dtype, F&& f) {
+    Tensor out = Tensor::empty(r.out_shape, out_dtype);
+    with_value_type(r.data.dtype(), [&](auto tag) {
+        using T = decltype(tag);
+        const T* px = r.data.data<T>();
+        if (is_float(out_dtype)) {
+            const DType ct = compute_dtype(out_dtype);
+            Tensor acc = Tensor::empty(r.out_shape, ct);
+            with_compute_type(ct, [&](auto otag) {
+                using O = decltype(otag);
+                O* po = acc.data<O>();
+                for (std::int64_t o = 0; o < r.outer; ++o) po[o] = static_cast<O>(f(px + o * r.inner, r.inner));
+            });
+            out = acc.to(out_dtype);
+        } else {
+            std::int64_t* po = out.data<std::int64_t>();
+            for (std::int64_t o = 0; o < r.outer; ++o) po[o] = static_cast<std::int64_t>(f(px + o * r.inner, r.inner));
+        }
+    });
+    return out;
+}
+
+// The index of the row's winner under `better` (strictly better replaces; a NaN beats every
+// number and the first NaN stays).
+template <class T, class Better>
+std::int64_t pick(const T* row, std::int64_t n, Better better) {
+    std::int64_t at = 0;
+    T best = row[0];
+    if constexpr (std::is_floating_point_v<T>) {
+        if (best != best) return 0;
+        for (std::int64_t i = 1; i < n; ++i) {
+            const T v = row[i];
+            if (v != v) return i;
+            if (better(v, best)) best = v, at = i;
+        }
+    } else {
+        for (std::int64_t i = 1; i < n; ++i)
+            if (better(row[i], best)) best = row[i], at = i;
+    }
+    return at;
+}
+
+template <class Better>
+ValuesIndices extreme(const Tensor& x, int axis, bool keepdim, const char* op, Better better) {
+    if (!x.defined()) fail("input", op, ": the input is undefined");
+    const int ax = normalize_axes({axis}, x.ndim(), op)[0];
+    if (x.shape()[static_cast<std::size_t>(ax)] == 0)
+        fail("axis", op, ": axis ", axis, " of ", shape_str(x.shape()), " is empty (no element to pick)");
+    const DType vt = value_dtype(x.dtype());
+    const Rows r = rows_of(x, {ax}, keepdim, op, vt);
+    ValuesIndices out{Tensor::empty(r.out_shape, vt), Tensor::empty(r.out_shape, DType::i64)};
+    std::int64_t* pi = out.indices.data<std::int64_t>();
+    with_value_type(vt, [&](auto tag) {
+        using T = decltype(tag);
+        const T* px = r.data.data<T>();
+        T* pv = out.values.data<T>();
+        for (std::int64_t o = 0; o < r.outer; ++o) {
+            const T* row = px + o * r.inner;
+            pi[o] = pick(row, r.inner, better);
+            pv[o] = row[pi[o]];
+        }
+    });
+    out.values = out.values.to(x.dtype());
+    return out;
+}
+
+const auto greater = [](auto a, auto b) { return a > b; };
+const auto less = [](auto a, auto b) { return a < b; };
+
+}  // namespace
+
+Tensor sum(const Tensor& x, const std::vector<int>& axes, bool keepdim) {
+    if (!x.defined()) fail("input", "sum: the input is undefined");
+    if (is_float(x.dtype())) return reduce_sum(x, axes, keepdim);
+    const Rows r = rows_of(x, axes, keepdim, "sum", DType::i64);
+    return per_row(r, DType::i64, [](const auto* row, std::int64_t n) {
+        std::uint64_t s = 0;  // wraps, as PyTorch's int64 sum
+        for (std::int64_t i = 0; i < n; ++i) s += static_cast<std::uint64_t>(row[i]);
+        return static_cast<std::int64_t>(s);
+    });
+}
+
+Tensor mean(const Tensor& x, const std::vector<int>& axes, bool keepdim) {
+    need_float_reduce(x, "mean");
+    const std::vector<int> ax = normalize_axes(axes, x.ndim(), "mean");
+    std::int64_t n = 1;
+    for (int a : ax) n *= x.shape()[static_cast<std::size_t>(a)];
+    return affine(reduce_sum(x, ax, keepdim), 1.0 / static_cast<double>(n), 0);
+}
+
+Tensor prod(const Tensor& x, const std::vector<int>& axes, bool keepdim) {
+    if (!x.defined()) fail("input", "prod: the input is undefined");
+    if (is_float(x.dtype())) {
+        const Rows r = rows_of(x, axes, keepdim, "prod", compute_dtype(x.dtype()));
+        return per_row(r, x.dtype(), [](const auto* row, std::int64_t n) {
+            double p = 1;
+            for (std::int64_t i = 0; i < n; ++i) p *= static_cast<double>(row[i]);
+            return p;
+        });
+    }
+    const Rows r = rows_of(x, axes, keepdim, "prod", DType::i64);
+    return per_row(r, DType::i64, [](const auto* row, std::int64_t n) {
+        std::uint64_t p = 1;
+        for (std::int64_t i = 0; i < n; ++i) p *= static_cast<std::uint64_t>(row[i]);
+        return static_cast<std::int64_t>(p);
+    });
+}
+
+Tensor var(const Tensor& x, const std::vector<int>& axes, int correction, bool keepdim) {
+    need_float_reduce(x, "var");
+    if (correction < 0) fail("correction", "var: correction ", correction, " must be >= 0 (1: unbiased, 0: population)");
+    const Rows r = rows_of(x, axes, keepdim, "var", compute_dtype(x.dtype()));
+    return per_row(r, x.dtype(), [correction](const auto* row, std::int64_t n) {
+        double m = 0;
+        for (std::int64_t i = 0; i < n; ++i) m += static_cast<double>(row[i]);
+        m /= static_cast<double>(n);
+        double s = 0;
+        for (std::int64_t i = 0; i < n; ++i) {
+            const double d = static_cast<double>(row[i]) - m;
+            s += d * d;
+        }
+        return s / static_cast<double>(n - correction);
+    });
+}
+
+Tensor std(const Tensor& x, const std::vector<int>& axes, int correction, bool keepdim) {
+    if (correction < 0) fail("correction", "std: correction ", correction, " must be >= 0 (1: unbiased, 0: population)");
+    need_float_reduce(x, "std");
+    const Tensor v = var(x.to(compute_dtype(x.dtype())), axes, correction, keepdim);
+    with_compute_type(v.dtype(), [&](auto tag) {
+        using T = decltype(tag);
+        T* p = const_cast<Tensor&>(v).data<T>();
+        for (std::int64_t i = 0, n = v.numel(); i < n; ++i) p[i] = std::sqrt(p[i]);
+    });
+    return v.to(x.dtype());
+}
+
+Tensor logsumexp(const Tensor& x, const std::vector<int>& axes, bool keepdim) {
+    need_float_reduce(x, "logsumexp");
+    const Rows r = rows_of(x, axes, keepdim, "logsumexp", compute_dtype(x.dtype()));
+    return per_row(r, x.dtype(), [](const auto* row, std::int64_t n) {
+        double m = -INFINITY;
+        for (std::int64_t i = 0; i < n; ++i) m = std::max(m, static_cast<double>(row[i]));
+        for (std::int64_t i = 0; i < n; ++i)
+            if (std::isnan(row[i])) return static_cast<double>(row[i]);
+        if (std::isinf(m)) return m;
+        double s = 0;
+        for (std::int64_t i = 0; i < n; ++i) s += std::exp(static_cast<double>(row[i]) - m);
+        return m + std::log(s);
+    });
+}
+
+ValuesIndices max(const Tensor& x, int axis, bool keepdim) { return extreme(x, axis, keepdim, "max", greater); }
+ValuesIndices min(const Tensor& x, int axis, bool keepdim) { return extreme(x, axis, keepdim, "min", less); }
+Tensor argmax(const Tensor& x, int axis, bool keepdim) { return extreme(x, axis, keepdim, "argmax", greater).indices; }
+Tensor argmin(const Tensor& x, int axis, bool keepdim) { return extreme(x, axis, keepdim, "argmin", less).indices; }
+
+Tensor max(const Tensor& x) {
+    if (!x.defined()) fail("input", "max: the input is undefined");
+    if (x.numel() == 0) fail("input", "max: the tensor ", shape_str(x.shape()), " is empty");
+    return extreme(x.reshape({-1}), 0, false, "max", greater).values;
+}
+
+Tensor min(const Tensor& x) {
+    if (!x.defined()) fail("input", "min: the input is undefined");
+    if (x.numel() == 0) fail("input", "min: the tensor ", shape_str(x.shape()), " is empty");
+    return extreme(x.reshape({-1}), 0, false, "min", less).values;
+}
+
+}  // namespace tg

@@ -15,24 +15,24 @@ void split(const Shape& s, int axis, std::int64_t& outer, std::int64_t& inner) {
 
 }  // namespace
 
-Tensor concat(const std::vector<Tensor>& parts, int axis) {
-    if (parts.empty()) fail("inputs", "concat: no tensors to join");
+Tensor cat(const std::vector<Tensor>& parts, int axis) {
+    if (parts.empty()) fail("inputs", "cat: no tensors to join");
     const Shape& s0 = parts[0].shape();
     const int nd = static_cast<int>(s0.size());
     const int ax = axis < 0 ? axis + nd : axis;
-    if (ax < 0 || ax >= nd) fail("axis", "concat: axis ", axis, " out of range for rank ", nd);
+    if (ax < 0 || ax >= nd) fail("axis", "cat: axis ", axis, " out of range for rank ", nd);
     Shape out_shape = s0;
     out_shape[static_cast<std::size_t>(ax)] = 0;
     for (std::size_t p = 0; p < parts.size(); ++p) {
         const Tensor& t = parts[p];
-        if (!t.defined()) fail("inputs", "concat: part ", p, " is undefined");
+        if (!t.defined()) fail("inputs", "cat: part ", p, " is undefined");
         if (t.dtype() != parts[0].dtype())
-            fail("dtype", "concat: part ", p, " has dtype ", dtype_name(t.dtype()), ", part 0 has ", dtype_name(parts[0].dtype()));
+            fail("dtype", "cat: part ", p, " has dtype ", dtype_name(t.dtype()), ", part 0 has ", dtype_name(parts[0].dtype()));
         bool ok = t.ndim() == nd;
         for (int a = 0; ok && a < nd; ++a)
             if (a != ax && t.shape()[static_cast<std::size_t>(a)] != s0[static_cast<std::size_t>(a)]) ok = false;
         if (!ok)
-            fail("shape", "concat: part ", p, " has shape ", shape_str(t.shape()), ", part 0 has ", shape_str(s0),
+            fail("shape", "cat: part ", p, " has shape ", shape_str(t.shape()), ", part 0 has ", shape_str(s0),
                  " (only axis ", ax, " may differ)");
         out_shape[static_cast<std::size_t>(ax)] += t.shape()[static_cast<std::size_t>(ax)];
     }

@@ -8,7 +8,7 @@ namespace tg {
 
 // Joins tensors of one dtype along `axis`; every other dim must agree (the error names the
 // part and both shapes).
-Tensor concat(const std::vector<Tensor>& parts, int axis);
+Tensor cat(const std::vector<Tensor>& parts, int axis);
 
 // A zero tensor of `shape` with `src` written at positions begin, begin+step, ... of `axis`:
 // the adjoint of Tensor::slice.

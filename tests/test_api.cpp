@@ -270,7 +270,7 @@ TEST_CASE("errors start with the op's name and show shapes and values", "[api][e
     CHECK_THROWS_WITH(ag::permute(x, {0, 0}), Catch::StartsWith("permute: axes [0, 0] is not a permutation of 0..1 (tensor [2, 3])"));
     CHECK_THROWS_WITH(ag::slice(x, 1, 0, 4), Catch::StartsWith("slice: range [0, 4) out of bounds for axis 1 of size 3 (tensor [2, 3])"));
     CHECK_THROWS_WITH(zeros({2, 3}).dim(2), Catch::StartsWith("Tensor::dim: axis 2 out of range for shape [2, 3]"));
-    CHECK_THROWS_WITH(ag::concat({x, ag::Variable()}, 0), Catch::StartsWith("concat: part 1 of 2 is undefined"));
+    CHECK_THROWS_WITH(ag::cat({x, ag::Variable()}, 0), Catch::StartsWith("cat: part 1 of 2 is undefined"));
     CHECK_THROWS_WITH(ag::Variable().value(), Catch::StartsWith("Variable::value: the variable is undefined"));
     CHECK_THROWS_WITH(Tensor::from({2, 3}, {1, 2}), Catch::StartsWith("Tensor::from: 2 values for shape [2, 3] (6 elements)"));
 

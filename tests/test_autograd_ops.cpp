@@ -64,7 +64,7 @@ std::vector<OpCase> op_cases() {
         {"slice step", [](auto v) { return slice(v[0], 1, 1, 6, 2) * slice(v[0], 1, 0, 3); },
          {rnd({2, 6, 2}, 25)}},
         {"slice squared", [](auto v) { return mul(slice(v[0], -1, 0, 3), slice(v[0], -1, 2, 5)); }, {rnd({2, 5}, 26)}},
-        {"concat", [](auto v) { return concat({v[0], v[1] * v[1], v[2]}, 1); },
+        {"cat", [](auto v) { return cat({v[0], v[1] * v[1], v[2]}, 1); },
          {rnd({2, 1, 3}, 27), rnd({2, 2, 3}, 28), rnd({2, 3, 3}, 29)}},
         {"broadcast_to", [](auto v) { return broadcast_to(v[0], {2, 3, 4}) * v[1]; }, {rnd({3, 1}, 30), rnd({2, 3, 4}, 31)}},
         {"sum_to", [](auto v) { return sum_to(v[0] * v[0], {3, 1}); }, {rnd({2, 3, 4}, 32)}},
@@ -104,7 +104,7 @@ TEST_CASE("forward values of the element-wise, shape and reduction ops", "[autog
     CHECK(vals(mean(a)) == std::vector<double>{3.5});
     CHECK(vals(permute(a, {1, 0})) == std::vector<double>{1, 4, 2, 5, 3, 6});
     CHECK(vals(slice(a, 1, 0, 3, 2)) == std::vector<double>{1, 3, 4, 6});
-    CHECK(vals(concat({a, slice(a, 1, 2, 3)}, 1)) == std::vector<double>{1, 2, 3, 3, 4, 5, 6, 6});
+    CHECK(vals(cat({a, slice(a, 1, 2, 3)}, 1)) == std::vector<double>{1, 2, 3, 3, 4, 5, 6, 6});
     CHECK(vals(matmul(a, constant(Tensor::from({3, 1}, {1, 0, -1}, DType::f64)))) == std::vector<double>{-2, -2});
     // transposed operands go to the GEMM with their transpose flag (no copy), in f64 and f32
     for (DType dt : {DType::f64, DType::f32}) {

@@ -730,7 +730,7 @@ TEST_CASE("cli explain warns about legal but surprising configurations", "[cli]"
 
 namespace {
 
-// Two tiny transposed convolutions in the format of ../shared/bench/shapes.json: a 1-D one
+// Two tiny transposed convolutions in the format of bench/shapes.json: a 1-D one
 // whose own layout is NXC, and a grouped 2-D one without a layout key (NCX).
 json bench_shapes() {
     return {{"comment", "test shapes"},

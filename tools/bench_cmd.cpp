@@ -1,6 +1,6 @@
 // `tapegrad bench --shapes FILE.json [options]`: times the three convolution kernels on the
 // transposed-convolution layer shapes of a shapes file (format: docs/cases.md#tapegrad-bench;
-// the project's benchmark shapes are ../shared/bench/shapes.json).
+// the project's benchmark shapes are bench/shapes.json).
 //
 // Each shape is a transposed convolution (ConvolutionBackpropData). Its small `input` tensor
 // [N, C_in, input...] is the o-side of the ConvGeometry, the upsampled result the i-side:

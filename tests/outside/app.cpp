@@ -1,5 +1,7 @@
 // A new user's first training program, built from outside the source tree by two ctest
-// tests (find_package and add_subdirectory) and quoted in the README.
+// tests (find_package and add_subdirectory) and quoted in the README (the region between the
+// doc markers, word for word: tests/test_docs.cpp).
+// doc-begin: program
 #include <tapegrad/tapegrad.hpp>
 
 #include <iostream>
@@ -31,3 +33,4 @@ int main() {
     std::cout << "loss " << first << " -> " << last << "\n";
     return last < first / 4 ? 0 : 1;
 }
+// doc-end: program
