@@ -27,6 +27,7 @@ Tensor prod(const Tensor& x, const std::vector<int>& axes = {}, bool keepdim = f
 // Variance Σ(x − mean)² / (n − correction): correction = 1 is the unbiased (sample) variance,
 // PyTorch's default; 0 the population variance. n − correction <= 0 gives inf or NaN, as PyTorch.
 Tensor var(const Tensor& x, const std::vector<int>& axes = {}, int correction = 1, bool keepdim = false);
+// Spelled tg::std (with `using namespace tg`, a bare std(...) is ambiguous with namespace std).
 Tensor std(const Tensor& x, const std::vector<int>& axes = {}, int correction = 1, bool keepdim = false);
 // log Σ exp(x), computed as m + log Σ exp(x − m) with m the maximum (±inf rows give m).
 Tensor logsumexp(const Tensor& x, const std::vector<int>& axes = {}, bool keepdim = false);
