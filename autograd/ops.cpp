@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "tapegrad/ops/activation.hpp"
 #include "tapegrad/ops/elementwise.hpp"
 #include "tapegrad/ops/math.hpp"
 #include "tapegrad/ops/matmul.hpp"
@@ -142,6 +143,26 @@ Variable tanh(const Variable& a) {
                   [](const SavedContext& c, const Variable& g) -> Grads {
                       const Variable y = c.output();  // tanh' = 1 − tanh²
                       return {mul(g, affine(mul(y, y), -1, 1))};
+                  });
+}
+
+namespace {
+
+// gelu's slope as a recorded op (its own backward uses the second derivative), so gelu can be
+// differentiated twice.
+Variable gelu_slope(const Variable& x, bool tanh_approximation) {
+    return record("gelu_slope", gelu_derivative(x.value(), tanh_approximation, 1), {x}, {.inputs = {0}},
+                  [tanh_approximation](const SavedContext& c, const Variable& g) -> Grads {
+                      return {mul(g, constant(gelu_derivative(c.input(0).value(), tanh_approximation, 2)))};
+                  });
+}
+
+}  // namespace
+
+Variable gelu(const Variable& a, bool tanh_approximation) {
+    return record("gelu", tg::gelu(a.value(), tanh_approximation), {a}, {.inputs = {0}},
+                  [tanh_approximation](const SavedContext& c, const Variable& g) -> Grads {
+                      return {mul(g, gelu_slope(c.input(0), tanh_approximation))};
                   });
 }
 

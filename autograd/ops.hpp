@@ -47,6 +47,9 @@ Variable leaky_relu(const Variable& a, double slope = 0.01);
 Variable sigmoid(const Variable& a);
 Variable tanh(const Variable& a);
 Variable softplus(const Variable& a);  // log(1 + e^a)
+// x·Φ(x), or with tanh_approximation PyTorch's approximate = "tanh" form (ops/activation.hpp);
+// differentiable twice.
+Variable gelu(const Variable& a, bool tanh_approximation = false);
 Variable sqrt(const Variable& a);      // √a (NaN below 0; its gradient is infinite at 0)
 Variable rsqrt(const Variable& a);     // 1/√a
 // |a|; its gradient is sign(a)·g with the subgradient 0 at a = 0 (as PyTorch).

@@ -137,4 +137,6 @@ std::string to_string(const Tensor& t) {
     return os.str();
 }
 
+std::ostream& operator<<(std::ostream& os, DType dtype) { return os << dtype_name(dtype); }
+
 }  // namespace tg

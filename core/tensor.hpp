@@ -135,6 +135,8 @@ Shape unravel_index(std::int64_t flat, const Shape& shape);
 // An undefined tensor prints as "tensor(undefined)". (The operator<< for Shape is in
 // core/error.hpp.)
 std::ostream& operator<<(std::ostream& os, const Tensor& t);
+// A dtype prints as its name ("f32", "bool", ...).
+std::ostream& operator<<(std::ostream& os, DType dtype);
 // The same text as a string.
 std::string to_string(const Tensor& t);
 

@@ -1,13 +1,17 @@
 #include "tapegrad/nn/layers.hpp"
 
 #include <cmath>
+#include <algorithm>
 #include <cstring>
 
 #include "tapegrad/autograd/batch_norm.hpp"
+#include "tapegrad/autograd/indexing.hpp"
 #include "tapegrad/autograd/ops.hpp"
 #include "tapegrad/autograd/pool.hpp"
 #include "tapegrad/core/factories.hpp"
 #include "tapegrad/core/random.hpp"
+#include "tapegrad/ops/math.hpp"
+#include "tapegrad/ops/reduce.hpp"
 
 namespace tg::nn {
 
@@ -158,6 +162,94 @@ Variable Dropout::forward(const Variable& x) {
     const double keep = p_ == 1 ? 0.0 : 1.0 / (1.0 - p_);
     for (double& u : mask) u = u < p_ ? 0.0 : keep;
     return ag::mul(x, ag::constant(Tensor::from(x.shape(), mask, x.dtype())));
+}
+
+}  // namespace tg::nn
+
+namespace tg::nn {
+
+// ---- layer normalisation -------------------------------------------------------------------
+
+LayerNorm::LayerNorm(Shape normalized_shape, double eps, bool elementwise_affine, DType dtype)
+    : shape_(std::move(normalized_shape)), eps_(eps) {
+    if (shape_.empty()) fail("normalized_shape", "LayerNorm: normalized_shape is empty");
+    for (std::int64_t d : shape_)
+        if (d < 1) fail("normalized_shape", "LayerNorm: normalized_shape ", shape_str(shape_), " has a dim < 1");
+    if (!(eps > 0)) fail("eps", "LayerNorm: eps ", eps, " must be > 0");
+    if (elementwise_affine) {
+        weight = register_parameter("weight", Tensor::full(shape_, 1, dtype));
+        bias = register_parameter("bias", Tensor::zeros(shape_, dtype));
+    }
+}
+
+Variable LayerNorm::forward(const Variable& x) {
+    const int k = static_cast<int>(shape_.size()), nd = x.ndim();
+    if (nd < k || !std::equal(shape_.begin(), shape_.end(), x.shape().end() - k))
+        fail("input", "LayerNorm: input ", shape_str(x.shape()), " does not end with normalized_shape ", shape_str(shape_));
+    std::vector<int> axes;
+    for (int a = nd - k; a < nd; ++a) axes.push_back(a);
+    const Variable d = ag::sub(x, ag::mean(x, axes, true));
+    const Variable var = ag::mean(ag::mul(d, d), axes, true);  // biased, as PyTorch
+    Variable y = ag::mul(d, ag::rsqrt(ag::affine(var, 1, eps_)));
+    if (weight.defined()) y = ag::add(ag::mul(y, weight), bias);
+    return y;
+}
+
+// ---- embedding -------------------------------------------------------------------------------
+
+Embedding::Embedding(std::int64_t num_embeddings, std::int64_t dim, std::optional<std::int64_t> padding_idx, DType dtype)
+    : n_(num_embeddings), dim_(dim) {
+    if (num_embeddings < 1) fail("num_embeddings", "Embedding: num_embeddings ", num_embeddings, " must be >= 1");
+    if (dim < 1) fail("dim", "Embedding: dim ", dim, " must be >= 1");
+    if (!is_float(dtype)) fail("dtype", "Embedding: dtype ", dtype_name(dtype), " is not a float dtype");
+    if (padding_idx) {
+        const std::int64_t p = *padding_idx;
+        if (p < -n_ || p >= n_)
+            fail("padding_idx", "Embedding: padding_idx ", p, " out of range for ", n_, " embeddings (valid: ", -n_, "..", n_ - 1, ")");
+        padding_ = p < 0 ? p + n_ : p;
+    }
+    Tensor w = randn({n_, dim_}, dtype);
+    if (padding_) w.select(0, *padding_).copy_(Tensor::zeros({dim_}, dtype));
+    weight = register_parameter("weight", w);
+}
+
+Variable Embedding::forward(const Variable& indices) {
+    const Tensor& idx = indices.value();
+    if (idx.dtype() != DType::i32 && idx.dtype() != DType::i64)
+        fail("input", "Embedding: indices must be i32 or i64, got ", dtype_name(idx.dtype()), " ", shape_str(idx.shape()));
+    const Tensor flat = idx.reshape({-1}).to(DType::i64);
+    const std::int64_t* p = flat.data<std::int64_t>();
+    for (std::int64_t k = 0, m = flat.numel(); k < m; ++k)
+        if (p[k] < 0 || p[k] >= n_)
+            fail("input", "Embedding: index ", p[k], " at position ", shape_str(unravel_index(k, idx.shape())),
+                 " is out of range for ", n_, " embeddings (valid: 0..", n_ - 1, ")");
+    Shape out_shape = idx.shape();
+    out_shape.push_back(dim_);
+    Variable rows = ag::index_select(weight, 0, flat);
+    if (padding_) {  // the padding row's value, with no gradient
+        const Tensor pad = eq(flat, static_cast<double>(*padding_)).unsqueeze(1);
+        rows = ag::where(pad, ag::constant(rows.value()), rows);
+    }
+    return ag::reshape(rows, out_shape);
+}
+
+// ---- activations and metrics -----------------------------------------------------------------
+
+Variable GELU::forward(const Variable& x) { return ag::gelu(x, approximate_ == Approximate::tanh); }
+Variable Softmax::forward(const Variable& x) { return ag::softmax(x, dim_); }
+Variable LogSoftmax::forward(const Variable& x) { return ag::log_softmax(x, dim_); }
+
+double accuracy(const Tensor& logits, const Tensor& labels) {
+    if (!logits.defined() || !labels.defined()) fail("input", "accuracy: logits or labels undefined");
+    if (logits.ndim() != 2) fail("logits", "accuracy: logits must be [N, C], got ", shape_str(logits.shape()));
+    if (labels.ndim() != 1 || labels.shape()[0] != logits.shape()[0])
+        fail("labels", "accuracy: labels must be [N] = [", logits.shape()[0], "], got ", shape_str(labels.shape()));
+    if (labels.dtype() != DType::i32 && labels.dtype() != DType::i64)
+        fail("labels", "accuracy: labels must be i32 or i64, got ", dtype_name(labels.dtype()));
+    const std::int64_t n = labels.numel();
+    if (n == 0) fail("labels", "accuracy: no rows (an accuracy of nothing is undefined)");
+    const Tensor hits = eq(argmax(logits, 1), labels.to(DType::i64));
+    return static_cast<double>(sum(hits).item()) / static_cast<double>(n);
 }
 
 }  // namespace tg::nn

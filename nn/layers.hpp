@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
+#include <optional>
 
 #include "tapegrad/nn/module.hpp"
 
@@ -47,6 +48,7 @@ class MaxPool : public Module {
 public:
     explicit MaxPool(PoolOptions opt);
     Variable forward(const Variable& x) override;
+    std::string repr() const override;
     ConvGeometry geometry(const Shape& input_shape) const;
     const PoolOptions& options() const { return opt_; }
 
@@ -61,6 +63,7 @@ class AvgPool : public Module {
 public:
     explicit AvgPool(PoolOptions opt);
     Variable forward(const Variable& x) override;
+    std::string repr() const override;
     ConvGeometry geometry(const Shape& input_shape) const;
     const PoolOptions& options() const { return opt_; }
 
@@ -84,6 +87,7 @@ class BatchNorm : public Module {
 public:
     explicit BatchNorm(std::int64_t num_features, double eps = 1e-5, double momentum = 0.1, DType dtype = DType::f32);
     Variable forward(const Variable& x) override;
+    std::string repr() const override;
     BatchNorm& to(DType dtype) { Module::to(dtype); return *this; }
     const Tensor& running_mean() { return buffer("running_mean"); }
     const Tensor& running_var() { return buffer("running_var"); }
@@ -128,10 +132,92 @@ class Dropout : public Module {
 public:
     explicit Dropout(double p = 0.5);
     Variable forward(const Variable& x) override;
+    std::string repr() const override;
     double p() const { return p_; }
 
 private:
     double p_;
 };
+
+// Layer normalisation over the last normalized_shape.size() axes, as torch.nn.LayerNorm:
+//   y = (x − mean) / √(var + eps) · weight + bias
+// with mean and the biased variance over those axes of each sample; weight (ones) and bias
+// (zeros) have shape normalized_shape and exist only with elementwise_affine. The input's
+// trailing dims must equal normalized_shape (an error names both shapes).
+class LayerNorm : public Module {
+public:
+    explicit LayerNorm(Shape normalized_shape, double eps = 1e-5, bool elementwise_affine = true, DType dtype = DType::f32);
+    Variable forward(const Variable& x) override;
+    std::string repr() const override;
+    const Shape& normalized_shape() const { return shape_; }
+    double eps() const { return eps_; }
+    Variable weight, bias;  // undefined without elementwise_affine
+
+private:
+    Shape shape_;
+    double eps_;
+};
+
+// A lookup table of num_embeddings vectors of size dim (weight [num_embeddings, dim],
+// initialised N(0, 1) as PyTorch): forward takes a Variable holding an i32 or i64 tensor of
+// indices of any shape and returns [..., dim]. padding_idx (−1: none; a negative value counts
+// from the end as PyTorch) names a row that starts at zero and never receives a gradient. An
+// index outside [0, num_embeddings) is an error naming the index, its position and the range.
+class Embedding : public Module {
+public:
+    Embedding(std::int64_t num_embeddings, std::int64_t dim, std::optional<std::int64_t> padding_idx = std::nullopt,
+              DType dtype = DType::f32);
+    Variable forward(const Variable& indices) override;
+    std::string repr() const override;
+    std::int64_t num_embeddings() const { return n_; }
+    std::int64_t dim() const { return dim_; }
+    std::optional<std::int64_t> padding_idx() const { return padding_; }
+    Variable weight;
+
+private:
+    std::int64_t n_, dim_;
+    std::optional<std::int64_t> padding_;
+};
+
+// GELU, exact (x·Φ(x)) or with PyTorch's tanh approximation (ag::gelu).
+class GELU : public Module {
+public:
+    enum class Approximate { none, tanh };
+    explicit GELU(Approximate approximate = Approximate::none) : approximate_(approximate) {}
+    Variable forward(const Variable& x) override;
+    std::string repr() const override;
+    Approximate approximate() const { return approximate_; }
+
+private:
+    Approximate approximate_;
+};
+
+// Softmax and log-softmax along one axis (negative counts from the end), as modules.
+class Softmax : public Module {
+public:
+    explicit Softmax(int dim) : dim_(dim) {}
+    Variable forward(const Variable& x) override;
+    std::string repr() const override;
+    int dim() const { return dim_; }
+
+private:
+    int dim_;
+};
+
+class LogSoftmax : public Module {
+public:
+    explicit LogSoftmax(int dim) : dim_(dim) {}
+    Variable forward(const Variable& x) override;
+    std::string repr() const override;
+    int dim() const { return dim_; }
+
+private:
+    int dim_;
+};
+
+// The fraction of rows whose largest logit (the first, on a tie) is at the label:
+// logits [N, C] (any float dtype), labels [N] of i32 or i64 class indices. An evaluation loop
+// sums accuracy(...)·N over its batches. Errors name the shapes.
+double accuracy(const Tensor& logits, const Tensor& labels);
 
 }  // namespace tg::nn

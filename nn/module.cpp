@@ -1,5 +1,14 @@
 #include "tapegrad/nn/module.hpp"
 
+#include <cxxabi.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <ostream>
+#include <sstream>
+#include <typeinfo>
+#include "tapegrad/nn/layers.hpp"
+
 #include <cmath>
 #include <cstring>
 #include <sstream>
@@ -340,6 +349,16 @@ ConvTranspose::ConvTranspose(std::int64_t in_channels, std::int64_t out_channels
     const double b = 1.0 / std::sqrt(static_cast<double>(fan(out_ / opt_.groups(), opt_.kernel())));
     weight = register_parameter("weight", uniform(ws, b, opt_.dtype()));
     if (opt_.bias()) bias = register_parameter("bias", uniform({out_}, b, opt_.dtype()));
+    // PyTorch's rule for the layer (the spec ops, which allow more, keep their own): an
+    // output_padding of max(stride, dilation) or more would add rows no input reaches.
+    const std::size_t D = opt_.kernel().size();
+    auto at = [&](const Shape& v, std::int64_t dflt, std::size_t a) { return v.empty() ? dflt : v.size() == 1 ? v[0] : v[a]; };
+    for (std::size_t a = 0; a < D; ++a) {
+        const std::int64_t op = at(opt_.output_padding(), 0, a), st = at(opt_.stride(), 1, a), di = at(opt_.dilation(), 1, a);
+        if (op >= std::max(st, di))
+            fail("output_padding", "ConvTranspose: output_padding ", op, " on axis ", a, " must be smaller than max(stride ", st,
+                 ", dilation ", di, ") = ", std::max(st, di));
+    }
 }
 
 ConvGeometry ConvTranspose::geometry(const Shape& s) const {
@@ -375,6 +394,114 @@ Variable Unflatten::forward(const Variable& x) {
     Shape s{x.shape().empty() ? 0 : x.shape()[0]};
     s.insert(s.end(), shape_.begin(), shape_.end());
     return ag::reshape(x, s);
+}
+
+}  // namespace tg::nn
+
+// ---- printing -------------------------------------------------------------------------------
+
+namespace tg::nn {
+
+namespace {
+
+// "[3, 3]" or, when every axis has the same value, that value alone ("3").
+std::string axes(const Shape& s) {
+    if (!s.empty() && std::all_of(s.begin(), s.end(), [&](std::int64_t v) { return v == s[0]; })) return std::to_string(s[0]);
+    return shape_str(s);
+}
+
+std::string conv_repr(const char* name, std::int64_t in, std::int64_t out, const ConvOptions& o, bool transposed) {
+    std::ostringstream s;
+    s << name << "(" << in << ", " << out << ", kernel=" << shape_str(o.kernel()) << ", stride=" << axes(o.stride())
+      << ", padding=" << axes(o.padding());
+    if (axes(o.dilation()) != "1") s << ", dilation=" << axes(o.dilation());
+    if (transposed && axes(o.output_padding()) != "0") s << ", output_padding=" << axes(o.output_padding());
+    if (o.groups() != 1) s << ", groups=" << o.groups();
+    if (!o.bias()) s << ", bias=false";
+    if (o.dtype() != DType::f32) s << ", dtype=" << dtype_name(o.dtype());
+    s << ")";
+    return s.str();
+}
+
+std::string pool_repr(const char* name, const PoolOptions& o) {
+    std::ostringstream s;
+    s << name << "(kernel=" << shape_str(o.kernel());
+    if (!o.stride().empty()) s << ", stride=" << axes(o.stride());
+    if (axes(o.padding()) != "0") s << ", padding=" << axes(o.padding());
+    if (axes(o.dilation()) != "1") s << ", dilation=" << axes(o.dilation());
+    s << ")";
+    return s.str();
+}
+
+void print_tree(std::ostream& os, const Module& m, const std::string& indent) {
+    os << m.repr();
+    std::string params;
+    for (const auto& [name, v] : m.named_parameters())
+        if (name.find('.') == std::string::npos) params += (params.empty() ? "" : ", ") + name + " " + shape_str(v.shape());
+    if (!params.empty()) os << "  {" << params << "}";
+    if (m.named_children().empty()) return;
+    os << " (\n";
+    for (const auto& [name, child] : m.named_children()) {
+        os << indent << "  (" << name << "): ";
+        print_tree(os, *child, indent + "  ");
+        os << "\n";
+    }
+    os << indent << ")";
+}
+
+}  // namespace
+
+std::string Module::repr() const {
+    int status = 0;
+    char* d = abi::__cxa_demangle(typeid(*this).name(), nullptr, nullptr, &status);
+    std::string name = status == 0 && d ? d : typeid(*this).name();
+    std::free(d);
+    const std::size_t colon = name.rfind("::");
+    return colon == std::string::npos ? name : name.substr(colon + 2);
+}
+
+std::string Linear::repr() const {
+    std::ostringstream s;
+    s << "Linear(" << weight.shape()[1] << ", " << weight.shape()[0] << (bias.defined() ? "" : ", bias=false");
+    if (weight.dtype() != DType::f32) s << ", dtype=" << dtype_name(weight.dtype());
+    s << ")";
+    return s.str();
+}
+std::string Conv::repr() const { return conv_repr("Conv", in_, out_, opt_, false); }
+std::string ConvTranspose::repr() const { return conv_repr("ConvTranspose", in_, out_, opt_, true); }
+std::string LeakyReLU::repr() const { return "LeakyReLU(slope=" + std::to_string(slope_) + ")"; }
+std::string Unflatten::repr() const { return "Unflatten(" + shape_str(shape_) + ")"; }
+std::string MaxPool::repr() const { return pool_repr("MaxPool", opt_); }
+std::string AvgPool::repr() const { return pool_repr("AvgPool", opt_); }
+std::string BatchNorm::repr() const {
+    std::ostringstream s;
+    s << "BatchNorm(" << C_ << ", eps=" << eps_ << ", momentum=" << momentum_ << ")";
+    return s.str();
+}
+std::string Dropout::repr() const {
+    std::ostringstream s;
+    s << "Dropout(p=" << p_ << ")";
+    return s.str();
+}
+std::string LayerNorm::repr() const {
+    std::ostringstream s;
+    s << "LayerNorm(" << shape_str(shape_) << ", eps=" << eps_ << (weight.defined() ? "" : ", elementwise_affine=false") << ")";
+    return s.str();
+}
+std::string Embedding::repr() const {
+    std::ostringstream s;
+    s << "Embedding(" << n_ << ", " << dim_;
+    if (padding_) s << ", padding_idx=" << *padding_;
+    s << ")";
+    return s.str();
+}
+std::string GELU::repr() const { return approximate_ == Approximate::tanh ? "GELU(approximate=tanh)" : "GELU()"; }
+std::string Softmax::repr() const { return "Softmax(dim=" + std::to_string(dim_) + ")"; }
+std::string LogSoftmax::repr() const { return "LogSoftmax(dim=" + std::to_string(dim_) + ")"; }
+
+std::ostream& operator<<(std::ostream& os, const Module& m) {
+    print_tree(os, m, "");
+    return os << "\ntotal parameters: " << m.parameter_count() << "\n";
 }
 
 }  // namespace tg::nn

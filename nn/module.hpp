@@ -35,6 +35,7 @@
 #include <concepts>
 #include <cstdint>
 #include <initializer_list>
+#include <iosfwd>
 #include <memory>
 #include <random>
 #include <string>
@@ -93,6 +94,13 @@ public:
     virtual ~Module() = default;
 
     virtual Variable forward(const Variable& x) = 0;
+
+    // How the module prints (std::cout << module): its name and options, e.g.
+    // "Conv(1, 16, kernel=[3, 3], stride=[2, 2], padding=[1, 1])". The default is the class
+    // name; layers with options override it.
+    virtual std::string repr() const;
+    // The sub-modules, in registration order.
+    const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& named_children() const { return children_; }
     Variable operator()(const Variable& x) { return forward(x); }
 
     // Every parameter of this module and its sub-modules, named "sub.name" (depth first,
@@ -168,6 +176,7 @@ class Linear : public Module {
 public:
     Linear(std::int64_t in, std::int64_t out, bool bias = true, DType dtype = DType::f32);
     Variable forward(const Variable& x) override;
+    std::string repr() const override;
     Linear& to(DType dtype) { Module::to(dtype); return *this; }
     Variable weight, bias;
 };
@@ -219,6 +228,7 @@ class Conv : public Module {
 public:
     Conv(std::int64_t in_channels, std::int64_t out_channels, ConvOptions opt);
     Variable forward(const Variable& x) override;
+    std::string repr() const override;
     // The geometry this layer uses for an input of this shape (shape errors name the layer).
     ConvGeometry geometry(const Shape& input_shape) const;
     Conv& to(DType dtype) { Module::to(dtype); return *this; }
@@ -236,6 +246,7 @@ class ConvTranspose : public Module {
 public:
     ConvTranspose(std::int64_t in_channels, std::int64_t out_channels, ConvOptions opt);
     Variable forward(const Variable& x) override;
+    std::string repr() const override;
     ConvGeometry geometry(const Shape& input_shape) const;
     ConvTranspose& to(DType dtype) { Module::to(dtype); return *this; }
     const ConvOptions& options() const { return opt_; }
@@ -303,6 +314,7 @@ class LeakyReLU : public Module {
 public:
     explicit LeakyReLU(double slope = 0.01) : slope_(slope) {}
     Variable forward(const Variable& x) override;
+    std::string repr() const override;
 private:
     double slope_;
 };
@@ -315,8 +327,13 @@ class Unflatten : public Module {
 public:
     explicit Unflatten(Shape shape) : shape_(std::move(shape)) {}
     Variable forward(const Variable& x) override;
+    std::string repr() const override;
 private:
     Shape shape_;
 };
+
+// PyTorch-like tree: each module's repr(), its own parameters' shapes, its sub-modules
+// indented below it, and at the end the total parameter count.
+std::ostream& operator<<(std::ostream& os, const Module& m);
 
 }  // namespace tg::nn

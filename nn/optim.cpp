@@ -187,13 +187,17 @@ void SGD::step() {
 }
 
 Adam::Adam(std::vector<ag::Variable> params, double lr, double beta1, double beta2, double eps, double weight_decay)
-    : Optimizer(std::move(params)), lr_(lr), b1_(beta1), b2_(beta2), eps_(eps), wd_(weight_decay),
+    : Adam(std::move(params), lr, beta1, beta2, eps, weight_decay, false) {}
+
+Adam::Adam(std::vector<ag::Variable> params, double lr, double beta1, double beta2, double eps, double weight_decay,
+           bool decoupled)
+    : Optimizer(std::move(params)), lr_(lr), b1_(beta1), b2_(beta2), eps_(eps), wd_(weight_decay), decoupled_(decoupled),
       m_(params_.size()), v_(params_.size()) {
-    check_hyper(lr, "lr", "Adam", true);
-    check_hyper(eps, "eps", "Adam", true);
-    check_hyper(weight_decay, "weight_decay", "Adam", false);
-    if (!(beta1 >= 0 && beta1 < 1)) fail("beta1", "Adam: beta1 is ", beta1, ", must be in [0, 1)");
-    if (!(beta2 >= 0 && beta2 < 1)) fail("beta2", "Adam: beta2 is ", beta2, ", must be in [0, 1)");
+    check_hyper(lr, "lr", kind(), true);
+    check_hyper(eps, "eps", kind(), true);
+    check_hyper(weight_decay, "weight_decay", kind(), false);
+    if (!(beta1 >= 0 && beta1 < 1)) fail("beta1", kind(), ": beta1 is ", beta1, ", must be in [0, 1)");
+    if (!(beta2 >= 0 && beta2 < 1)) fail("beta2", kind(), ": beta2 is ", beta2, ", must be in [0, 1)");
 }
 
 void Adam::step() {
@@ -201,7 +205,7 @@ void Adam::step() {
     const double c1 = 1 - std::pow(b1_, static_cast<double>(steps_)), c2 = 1 - std::pow(b2_, static_cast<double>(steps_));
     for (std::size_t i = 0; i < params_.size(); ++i) {
         Tensor value, grad;
-        if (!operands(params_[i], i, "Adam", value, grad)) continue;
+        if (!operands(params_[i], i, kind(), value, grad)) continue;
         ensure_state(m_[i], value);
         ensure_state(v_[i], value);
         with_io(value.dtype(), [&](auto io) {
@@ -213,12 +217,13 @@ void Adam::step() {
             C* m = m_[i].data<C>();
             C* v = v_[i].data<C>();
             const C lr = static_cast<C>(lr_), b1 = static_cast<C>(b1_), b2 = static_cast<C>(b2_),
-                    eps = static_cast<C>(eps_), wd = static_cast<C>(wd_), k1 = static_cast<C>(c1),
-                    k2 = static_cast<C>(c2), one = 1;
+                    eps = static_cast<C>(eps_), k1 = static_cast<C>(c1), k2 = static_cast<C>(c2), one = 1;
+            const C wd = decoupled_ ? C(0) : static_cast<C>(wd_);                  // L2 term of Adam
+            const C shrink = decoupled_ ? one - lr * static_cast<C>(wd_) : one;   // AdamW's decay
             const std::int64_t n = value.numel();
             for (std::int64_t k = 0; k < n; ++k) {
-                const C p = IO::load(w[k]);
-                const C d = IO::load(g[k]) + wd * p;
+                const C p = shrink * IO::load(w[k]);
+                const C d = IO::load(g[k]) + wd * IO::load(w[k]);
                 m[k] = b1 * m[k] + (one - b1) * d;
                 v[k] = b2 * v[k] + (one - b2) * d * d;
                 w[k] = IO::store(p - lr * (m[k] / k1) / (std::sqrt(v[k] / k2) + eps));
@@ -287,15 +292,15 @@ StateDict Adam::state_dict() const {
 }
 
 void Adam::load_state_dict(const StateDict& dict) {
-    StateReader r(dict, "Adam", params_);
+    StateReader r(dict, kind(), params_);
     r.check_keys({"lr", "beta1", "beta2", "eps", "weight_decay"}, {"m", "v"});
     const double lr = r.hyper("lr"), b1 = r.hyper("beta1"), b2 = r.hyper("beta2"), eps = r.hyper("eps"),
                  wd = r.hyper("weight_decay");
-    check_hyper(lr, "lr", "Adam", true);
-    check_hyper(eps, "eps", "Adam", true);
-    check_hyper(wd, "weight_decay", "Adam", false);
-    if (!(b1 >= 0 && b1 < 1)) fail("beta1", "Adam: beta1 is ", b1, ", must be in [0, 1)");
-    if (!(b2 >= 0 && b2 < 1)) fail("beta2", "Adam: beta2 is ", b2, ", must be in [0, 1)");
+    check_hyper(lr, "lr", kind(), true);
+    check_hyper(eps, "eps", kind(), true);
+    check_hyper(wd, "weight_decay", kind(), false);
+    if (!(b1 >= 0 && b1 < 1)) fail("beta1", kind(), ": beta1 is ", b1, ", must be in [0, 1)");
+    if (!(b2 >= 0 && b2 < 1)) fail("beta2", kind(), ": beta2 is ", b2, ", must be in [0, 1)");
     const std::int64_t step = r.step();
     std::vector<Tensor> m(params_.size()), v(params_.size());
     for (std::size_t i = 0; i < params_.size(); ++i) {

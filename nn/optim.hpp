@@ -81,13 +81,30 @@ public:
     void set_lr(double lr) override;
     const Tensor& first_moment(std::size_t i) const { return m_.at(i); }
     const Tensor& second_moment(std::size_t i) const { return v_.at(i); }
-    const char* kind() const override { return "Adam"; }
+    const char* kind() const override { return decoupled_ ? "AdamW" : "Adam"; }
     StateDict state_dict() const override;
     void load_state_dict(const StateDict& dict) override;
 
+protected:
+    // decoupled: AdamW's weight decay (p ← p·(1 − lr·wd) before the update, the gradient
+    // left alone) instead of Adam's L2 term added to the gradient.
+    Adam(std::vector<ag::Variable> params, double lr, double beta1, double beta2, double eps, double weight_decay,
+         bool decoupled);
+
 private:
     double lr_, b1_, b2_, eps_, wd_;
+    bool decoupled_ = false;
     std::vector<Tensor> m_, v_;
+};
+
+// AdamW (Loshchilov & Hutter), as torch.optim.AdamW: decoupled weight decay (default 0.01),
+// p ← p·(1 − lr·wd), then Adam's update from the plain gradient. Checkpoints record it as
+// "AdamW" and refuse to load an Adam state into it (or the reverse).
+class AdamW : public Adam {
+public:
+    AdamW(std::vector<ag::Variable> params, double lr = 1e-3, double beta1 = 0.9, double beta2 = 0.999,
+          double eps = 1e-8, double weight_decay = 0.01)
+        : Adam(std::move(params), lr, beta1, beta2, eps, weight_decay, true) {}
 };
 
 }  // namespace tg::nn

@@ -50,4 +50,40 @@ double clip_grad_norm(const std::vector<ag::Variable>& params, double max_norm) 
     return norm;
 }
 
+ReduceLROnPlateau::ReduceLROnPlateau(Optimizer& opt, Options o) : opt_(opt), o_(o) {
+    if (!(o.factor >= 0 && o.factor < 1)) fail("factor", "ReduceLROnPlateau: factor ", o.factor, " must be in [0, 1)");
+    if (o.patience < 0) fail("patience", "ReduceLROnPlateau: patience ", o.patience, " must be >= 0");
+    if (o.cooldown < 0) fail("cooldown", "ReduceLROnPlateau: cooldown ", o.cooldown, " must be >= 0");
+    if (!(o.threshold >= 0) || !std::isfinite(o.threshold))
+        fail("threshold", "ReduceLROnPlateau: threshold ", o.threshold, " must be >= 0");
+    if (!(o.min_lr >= 0)) fail("min_lr", "ReduceLROnPlateau: min_lr ", o.min_lr, " must be >= 0");
+    best_ = o.mode == Mode::min ? INFINITY : -INFINITY;
+}
+
+bool ReduceLROnPlateau::better(double a) const {
+    const bool rel = o_.threshold_mode == ThresholdMode::rel;
+    if (o_.mode == Mode::min) return a < (rel ? best_ * (1 - o_.threshold) : best_ - o_.threshold);
+    return a > (rel ? best_ * (1 + o_.threshold) : best_ + o_.threshold);
+}
+
+void ReduceLROnPlateau::step(double metric) {
+    if (std::isnan(metric)) fail("metric", "ReduceLROnPlateau::step: the metric is NaN");
+    if (better(metric)) {
+        best_ = metric;
+        bad_ = 0;
+    } else {
+        ++bad_;
+    }
+    if (cooldown_left_ > 0) {
+        --cooldown_left_;
+        bad_ = 0;
+    }
+    if (bad_ > o_.patience) {
+        const double old_lr = opt_.lr(), new_lr = std::max(old_lr * o_.factor, o_.min_lr);
+        if (old_lr - new_lr > o_.eps) opt_.set_lr(new_lr);
+        cooldown_left_ = o_.cooldown;
+        bad_ = 0;
+    }
+}
+
 }  // namespace tg::nn

@@ -62,6 +62,42 @@ private:
     double eta_min_;
 };
 
+// Cuts the learning rate when a metric stops improving, as torch.optim.lr_scheduler.
+// ReduceLROnPlateau: call step(metric) once per epoch. The metric improves when it beats the
+// best so far by more than `threshold`: relatively (best·(1 ∓ threshold), threshold_mode rel)
+// or absolutely (best ∓ threshold, abs), lower being better in mode min, higher in max. After
+// more than `patience` epochs without improvement the rate becomes max(lr·factor, min_lr)
+// (a change smaller than eps is skipped), and `cooldown` epochs follow in which bad epochs
+// are not counted.
+class ReduceLROnPlateau {
+public:
+    enum class Mode { min, max };
+    enum class ThresholdMode { rel, abs };
+    struct Options {
+        Mode mode = Mode::min;
+        double factor = 0.1;
+        std::int64_t patience = 10;
+        double threshold = 1e-4;
+        ThresholdMode threshold_mode = ThresholdMode::rel;
+        std::int64_t cooldown = 0;
+        double min_lr = 0;
+        double eps = 1e-8;
+    };
+    explicit ReduceLROnPlateau(Optimizer& opt, Options o);
+    explicit ReduceLROnPlateau(Optimizer& opt) : ReduceLROnPlateau(opt, Options{}) {}
+    void step(double metric);
+    double best() const { return best_; }
+    std::int64_t num_bad_epochs() const { return bad_; }
+    double last_lr() const { return opt_.lr(); }
+
+private:
+    bool better(double a) const;
+    Optimizer& opt_;
+    Options o_;
+    double best_;
+    std::int64_t bad_ = 0, cooldown_left_ = 0;
+};
+
 // Scales the gradients of `params` so that their joint L2 norm (over every element of every
 // gradient, as if concatenated) is at most max_norm, and returns that norm as it was before
 // clipping (torch.nn.utils.clip_grad_norm_): when the norm exceeds max_norm every gradient

@@ -50,6 +50,7 @@ ConvGeometry base(const ConvParams& p, bool transposed, const std::string& op) {
     g.dilation = per_axis(p.dilation, D, 1, "dilation", op);
     g.pad_begin = per_axis(p.pads_begin, D, 0, "pads_begin", op);
     g.layout = p.layout;
+    g.transposed_op = transposed;
     for (std::size_t a = 0; a < D; ++a) {
         if (p.kernel[a] < 1) fail("kernel", op, ": kernel[", a, "]=", p.kernel[a], " must be >= 1");
         if (g.stride[a] < 1) fail("stride", op, ": stride[", a, "]=", g.stride[a], " must be >= 1");

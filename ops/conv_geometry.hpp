@@ -66,8 +66,16 @@ struct ConvGeometry {
     std::int64_t out_numel() const;     // ∏Y = P, the number of patches
     std::int64_t R() const { return Ig * kernel_numel(); }  // reduction length
     std::int64_t extent(std::size_t a) const { return dilation[a] * (kernel[a] - 1) + 1; }  // eff = d·(K−1) + 1 on axis a
+    // The two sides in the forward convolution's terms: in_shape() is the i-side (a forward
+    // conv's input, but a TRANSPOSED conv's result), out_shape() the o-side (a forward conv's
+    // result, a transposed conv's input). input_shape() and output_shape() name them for the
+    // op the geometry was made for (forward(): in, out; transposed(): out, in), so a user of
+    // a transposed geometry cannot read them backwards.
     Shape in_shape() const;      // full i-side tensor shape in `layout`
     Shape out_shape() const;     // full o-side tensor shape in `layout`
+    Shape input_shape() const { return transposed_op ? out_shape() : in_shape(); }
+    Shape output_shape() const { return transposed_op ? in_shape() : out_shape(); }
+    bool transposed_op = false;  // made by transposed() or transposed_to()
     Shape weight_shape() const;  // [G, Og, Ig, K...]
     // Multiply-adds of one CONV (= one CONVT, = one CONV_BW): N·G·Og·∏Y·Ig·∏K, as a double.
     double macs() const;

@@ -65,3 +65,60 @@ bn_case("bn0d", (8, 4))
 bn_case("bn1d", (4, 3, 6))
 bn_case("bn2d", (3, 4, 5, 5))
 bn_case("bn3d", (2, 3, 3, 4, 4))
+
+
+# ---- layers and optimizers of the everyday API (their own generator, so the cases above keep
+# their draws): LayerNorm, GELU (both forms), Embedding (padding_idx), AdamW, ReduceLROnPlateau.
+g2 = torch.Generator().manual_seed(20261125)
+
+
+def rnd(*shape):
+    return torch.randn(*shape, dtype=torch.float64, generator=g2)
+
+
+x = rnd(2, 3, 4).requires_grad_(True)
+w = (rnd(3, 4) * 0.5 + 1).requires_grad_(True)
+b = rnd(3, 4).requires_grad_(True)
+y = F.layer_norm(x, (3, 4), w, b, eps=1e-5)
+gy = rnd(*y.shape)
+dx, dw, db = torch.autograd.grad(y, (x, w, b), gy)
+save("layernorm", x=x, w=w, b=b, y=y, gy=gy, dx=dx, dw=dw, db=db)
+
+for form in ("none", "tanh"):
+    x = (rnd(5, 7) * 2).requires_grad_(True)
+    y = F.gelu(x, approximate=form)
+    gy = rnd(*y.shape)
+    (dx,) = torch.autograd.grad(y, x, gy)
+    save(f"gelu_{form}", x=x, y=y, gy=gy, dx=dx)
+
+emb = torch.nn.Embedding(6, 3, padding_idx=2).double()
+with torch.no_grad():
+    emb.weight.copy_(rnd(6, 3))
+idx = torch.tensor([[0, 2, 5], [2, 1, 0]])
+y = emb(idx)
+gy = rnd(*y.shape)
+(dw,) = torch.autograd.grad(y, emb.weight, gy)
+save("embedding", w=emb.weight, idx=idx.double(), y=y, gy=gy, dw=dw)
+
+p = torch.nn.Parameter(rnd(4, 3))
+p0 = p.detach().clone()
+opt = torch.optim.AdamW([p], lr=0.05, betas=(0.8, 0.95), eps=1e-6, weight_decay=0.1)
+grads = torch.stack([rnd(4, 3) for _ in range(3)])
+for k in range(3):
+    opt.zero_grad()
+    p.grad = grads[k].clone()
+    opt.step()
+save("adamw", p0=p0, grads=grads, p3=p.detach())
+
+# ReduceLROnPlateau: the rate after each of 12 metric values, in mode min (rel) and max (abs).
+metrics = torch.tensor([1.0, 0.9, 0.95, 0.95, 0.95, 0.89, 0.9, 0.9, 0.9, 0.9, 0.5, 0.6], dtype=torch.float64)
+for name, kw in (("plateau_min", dict(mode="min", factor=0.5, patience=2, threshold=0.01, cooldown=1)),
+                 ("plateau_max", dict(mode="max", factor=0.1, patience=1, threshold=0.05, threshold_mode="abs", min_lr=0.002))):
+    q = torch.nn.Parameter(torch.zeros(1))
+    o = torch.optim.SGD([q], lr=0.1)
+    s = torch.optim.lr_scheduler.ReduceLROnPlateau(o, **kw)
+    lrs = []
+    for m in metrics:
+        s.step(float(m))
+        lrs.append(o.param_groups[0]["lr"])
+    save(name, metrics=metrics, lrs=torch.tensor(lrs, dtype=torch.float64))
