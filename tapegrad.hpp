@@ -20,6 +20,7 @@
 #include "tapegrad/ops/conv_geometry.hpp"
 #include "tapegrad/ops/index.hpp"
 #include "tapegrad/ops/math.hpp"
+#include "tapegrad/ops/matmul.hpp"
 #include "tapegrad/ops/reduce.hpp"
 #include "tapegrad/ops/shape_ops.hpp"
 #include "tapegrad/autograd/variable.hpp"

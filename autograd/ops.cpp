@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "tapegrad/autograd/indexing.hpp"
 #include "tapegrad/ops/activation.hpp"
 #include "tapegrad/ops/elementwise.hpp"
 #include "tapegrad/ops/math.hpp"
@@ -354,10 +355,12 @@ Variable log_softmax(const Variable& a, int axis) {
 // ---- matmul ---------------------------------------------------------------------------
 
 Variable matmul(const Variable& a, const Variable& b) {
+    const Shape sa = a.shape(), sb = b.shape();
     return record("matmul", tg::matmul(a.value(), b.value()), {a, b}, {.inputs = {0, 1}},
-                  [](const SavedContext& c, const Variable& g) -> Grads {
-                      return {c.needs_grad(0) ? matmul(g, transpose(c.input(1))) : none(),
-                              c.needs_grad(1) ? matmul(transpose(c.input(0)), g) : none()};
+                  [sa, sb](const SavedContext& c, const Variable& g) -> Grads {
+                      // dA = g·Bᵀ, dB = Aᵀ·g, each summed over the batch dims it was broadcast along
+                      return {c.needs_grad(0) ? sum_to(matmul(g, transpose(c.input(1), -2, -1)), sa) : none(),
+                              c.needs_grad(1) ? sum_to(matmul(transpose(c.input(0), -2, -1), g), sb) : none()};
                   });
 }
 

@@ -84,7 +84,7 @@ Variable mean(const Variable& a, const std::vector<int>& axes = {}, bool keepdim
 Variable softmax(const Variable& a, int axis = -1);
 Variable log_softmax(const Variable& a, int axis = -1);
 
-// [M, K] · [K, N]
+// [M, K] · [K, N], or batched [..., M, K] · [..., K, N] with broadcast leading dims
 Variable matmul(const Variable& a, const Variable& b);
 
 // Losses, averaged over their elements (a scalar).

@@ -210,3 +210,20 @@ TEST_CASE("bad inputs of reductions, indexing and views name the function and th
     CHECK_THROWS_WITH(ag::scatter_add(v, 0, Tensor::zeros({1, 3}, DType::i64), v),
                       Catch::Contains("scatter_add: the index [1, 3] must have the source's shape [2, 3]"));
 }
+
+TEST_CASE("batched matmul broadcasts its leading dims and matches PyTorch, gradients too", "[tensor-index][matmul][golden]") {
+    const ag::Variable a = ag::param(golden("bmm_a")), b = ag::param(golden("bmm_b"));
+    const ag::Variable y = ag::matmul(a, b);
+    CHECK(y.shape() == Shape{2, 3, 3, 2});
+    check_close(y.value(), golden("bmm_y"), 1e-12, "value");
+    ag::backward({y}, {golden("bmm_gy")});
+    check_close(a.grad(), golden("bmm_da"), 1e-12, "gradient of a (summed over the broadcast batch dim)");
+    check_close(b.grad(), golden("bmm_db"), 1e-12, "gradient of b");
+    const ag::Function f = [](const std::vector<ag::Variable>& v) { return ag::matmul(v[0], ag::mul(v[1], v[1])); };
+    const std::vector<Tensor> in{randn({2, 2, 3}, DType::f64), randn({3, 2}, DType::f64)};
+    CHECK_THAT(f, test::PassesGradcheck(in));
+    CHECK_THAT(f, test::PassesGradgradcheck(in));
+    CHECK_THROWS_WITH(matmul(Tensor::zeros({2, 3, 4}), Tensor::zeros({2, 3, 4})),
+                      Catch::Contains("matmul: shapes [2, 3, 4] and [2, 3, 4] are not [..., M, K] and [..., K, N]"));
+    CHECK_THROWS_WITH(matmul(Tensor::zeros({2, 3, 4}), Tensor::zeros({3, 4, 5})), Catch::Contains("do not broadcast"));
+}

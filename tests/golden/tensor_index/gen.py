@@ -67,3 +67,12 @@ save("t_max1", t.max(1).values)
 save("t_max1.idx", t.max(1).indices)
 save("t_min1.idx", t.min(1).indices)
 save("t_argmax0", t.argmax(0))
+
+# batched matmul: [2, 1, 3, 4] · [3, 4, 2] (leading dims broadcast) and both gradients
+ma = torch.randn(2, 1, 3, 4, dtype=D, requires_grad=True)
+mb = torch.randn(3, 4, 2, dtype=D, requires_grad=True)
+my = torch.matmul(ma, mb)
+mgy = torch.randn_like(my)
+da, db = torch.autograd.grad(my, (ma, mb), mgy)
+for n, v in dict(bmm_a=ma, bmm_b=mb, bmm_y=my, bmm_gy=mgy, bmm_da=da, bmm_db=db).items():
+    save(n, v)
