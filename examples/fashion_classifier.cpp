@@ -11,6 +11,7 @@
 //                      [--out DIR] [--resume CKPT_DIR] [--dropout P] [--distributed]
 //   mpirun -np 2 fashion_classifier --distributed     data parallel (examples/distributed.hpp)
 #include <cstdio>
+#include <iostream>
 
 #include "common.hpp"
 #include "distributed.hpp"
@@ -65,7 +66,7 @@ int main(int argc, char** argv) try {
     dist.broadcast(model);
     nn::Adam opt(model.parameters(), kLr);
     const nn::StepLR schedule(opt, 1, kLrDecay);
-    std::printf("model: %lld parameters\n", static_cast<long long>(model.parameter_count()));
+    std::cout << model;
 
     auto loss_of = [&](const Batch& b) {
         // The epoch's rate, from the optimizer's step count: a resumed run (whose checkpoint
@@ -74,25 +75,18 @@ int main(int argc, char** argv) try {
         return ag::cross_entropy(model(ag::constant(b.images)), ag::constant(b.labels));
     };
     auto evaluate = [&] {
-        double loss = 0;
-        std::int64_t correct = 0;
+        double loss = 0, correct = 0;
         for (std::int64_t i = 0; i < test.batches(); ++i) {
             const Batch b = test.batch(0, i);
             const ag::Variable logits = model(ag::constant(b.images));
-            const std::int64_t n = b.images.shape()[0];
-            loss += ag::cross_entropy(logits, ag::constant(b.labels)).item() * static_cast<double>(n);
-            const std::vector<double> z = logits.value().values(), y = b.labels.values();
-            for (std::int64_t r = 0; r < n; ++r) {
-                std::int64_t best = 0;
-                for (std::int64_t c = 1; c < 10; ++c)
-                    if (z[static_cast<std::size_t>(r * 10 + c)] > z[static_cast<std::size_t>(r * 10 + best)]) best = c;
-                correct += best == static_cast<std::int64_t>(y[static_cast<std::size_t>(r)]);
-            }
+            const auto n = static_cast<double>(b.labels.numel());
+            loss += ag::cross_entropy(logits, ag::constant(b.labels)).item() * n;
+            correct += nn::accuracy(logits.value(), b.labels) * n;
         }
         const double n = static_cast<double>(test.size());
         char text[96];
-        std::snprintf(text, sizeof text, "test_loss %.4f  test_accuracy %.4f", loss / n, static_cast<double>(correct) / n);
-        return example::Evaluation{loss / n, text, static_cast<double>(correct) / n};
+        std::snprintf(text, sizeof text, "test_loss %.4f  test_accuracy %.4f", loss / n, correct / n);
+        return example::Evaluation{loss / n, text, correct / n};
     };
     const example::Evaluation e = example::fit(program, a, model, opt, train, loss_of, evaluate, dist.parallel(model));
     std::printf("test_accuracy=%.4f\n", e.metric);
