@@ -84,6 +84,42 @@ struct Relu {
     }
 };
 
+// x > 0 ? x : slope·x (NaN: slope·NaN = NaN).
+template <class S>
+struct LeakyRelu {
+    S slope;
+    template <class T>
+    static constexpr bool vector = std::is_floating_point_v<T>;
+    template <class T>
+    T operator()(T x) const { return x > T(0) ? x : static_cast<T>(slope) * x; }
+    template <class T, class A>
+    xsimd::batch<T, A> operator()(xsimd::batch<T, A> x) const {
+        return xsimd::select(x > xsimd::batch<T, A>(T(0)), x, xsimd::batch<T, A>(static_cast<T>(slope)) * x);
+    }
+};
+
+// x > 0 ? 1 : below: the derivative of relu (below = 0) and leaky_relu (below = slope).
+template <class S>
+struct Step {
+    S below;
+    template <class T>
+    static constexpr bool vector = std::is_floating_point_v<T>;
+    template <class T>
+    T operator()(T x) const { return x > T(0) ? T(1) : static_cast<T>(below); }
+    template <class T, class A>
+    xsimd::batch<T, A> operator()(xsimd::batch<T, A> x) const {
+        return xsimd::select(x > xsimd::batch<T, A>(T(0)), xsimd::batch<T, A>(T(1)), xsimd::batch<T, A>(static_cast<T>(below)));
+    }
+};
+
+// log(1 + e^x) without overflow.
+struct Softplus {
+    template <class T>
+    static constexpr bool vector = false;
+    template <class T>
+    T operator()(T x) const { return (x > T(0) ? x : T(0)) + std::log1p(std::exp(-std::fabs(x))); }
+};
+
 // min(max(x, lo), hi) as PyTorch: NaN stays NaN; lo > hi gives hi everywhere.
 template <class S>
 struct Clamp {
@@ -281,4 +317,5 @@ struct Ge { template <class T> bool operator()(T a, T b) const { return a >= b; 
     X(tg::fn::Neg, float) X(tg::fn::Neg, double) X(tg::fn::Abs, float) X(tg::fn::Abs, double)      \
     X(tg::fn::Relu, float) X(tg::fn::Relu, double) X(tg::fn::Sqrt, float) X(tg::fn::Sqrt, double)  \
     X(tg::fn::Rsqrt, float) X(tg::fn::Rsqrt, double) X(tg::fn::Exp, float)                       \
-    X(tg::fn::Clamp<double>, float) X(tg::fn::Clamp<double>, double)
+    X(tg::fn::Clamp<double>, float) X(tg::fn::Clamp<double>, double) X(tg::fn::LeakyRelu<double>, float) \
+    X(tg::fn::LeakyRelu<double>, double) X(tg::fn::Step<double>, float) X(tg::fn::Step<double>, double)
