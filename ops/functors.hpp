@@ -20,9 +20,24 @@
 #include <cstring>
 #include <type_traits>
 
+#include <immintrin.h>
 #include <xsimd/xsimd.hpp>
 
 namespace tg::fn {
+
+// a·b + c rounded once, for a batch. xsimd 8.1 has no AVX-512 fma kernel: its generic one is
+// a·b + c, which rounds twice unless the compiler happens to contract it (GCC does at -O2,
+// not at -O1), so AVX-512 takes the intrinsic.
+template <class T, class A>
+xsimd::batch<T, A> fused(xsimd::batch<T, A> a, xsimd::batch<T, A> b, xsimd::batch<T, A> c) {
+#if defined(__AVX512F__)
+    if constexpr (sizeof(typename xsimd::batch<T, A>::register_type) == 64) {
+        if constexpr (std::is_same_v<T, float>) return _mm512_fmadd_ps(a, b, c);
+        else return _mm512_fmadd_pd(a, b, c);
+    } else
+#endif
+        return xsimd::fma(a, b, c);
+}
 
 template <class V>
 struct is_batch : std::false_type {};
@@ -200,12 +215,12 @@ struct Exp {
         xc = xsimd::select(xc > V(89.0f), V(89.0f), xc);
         xc = xsimd::select(nan, V(0.0f), xc);
         const V n = xsimd::nearbyint(xc * V(kLog2e));
-        V r = xsimd::fma(-n, V(kLn2Hi), xc);
-        r = xsimd::fma(-n, V(kLn2Lo), r);
+        V r = fused(-n, V(kLn2Hi), xc);
+        r = fused(-n, V(kLn2Lo), r);
         V p(kP[0]);
-        for (int i = 1; i < 6; ++i) p = xsimd::fma(p, r, V(kP[i]));
+        for (int i = 1; i < 6; ++i) p = fused(p, r, V(kP[i]));
         const V r2 = r * r;
-        const V y = xsimd::fma(p, r2, r) + V(1.0f);
+        const V y = fused(p, r2, r) + V(1.0f);
         const I ni = xsimd::to_int(n);
         const I h = ni >> 1;
         const V s1 = xsimd::bitwise_cast<V>((h + I(127)) << 23), s2 = xsimd::bitwise_cast<V>((ni - h + I(127)) << 23);
