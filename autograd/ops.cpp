@@ -118,16 +118,16 @@ Variable log(const Variable& a) {
 
 // The slope mask is a constant: its own derivative is zero almost everywhere.
 Variable relu(const Variable& a) {
-    return record("relu", unary_op(UnaryOp::Relu, a.value()), {a}, {.inputs = {0}},
+    return record("relu", tg::relu(float_value(a, "relu")), {a}, {.inputs = {0}},
                   [](const SavedContext& c, const Variable& g) -> Grads {
-                      return {mul(g, constant(unary_op(UnaryOp::Step, c.input(0).value(), 0)))};
+                      return {mul(g, constant(step(c.input(0).value(), 0)))};
                   });
 }
 
 Variable leaky_relu(const Variable& a, double slope) {
-    return record("leaky_relu", unary_op(UnaryOp::LeakyRelu, a.value(), slope), {a}, {.inputs = {0}},
+    return record("leaky_relu", tg::leaky_relu(a.value(), slope), {a}, {.inputs = {0}},
                   [slope](const SavedContext& c, const Variable& g) -> Grads {
-                      return {mul(g, constant(unary_op(UnaryOp::Step, c.input(0).value(), slope)))};
+                      return {mul(g, constant(step(c.input(0).value(), slope)))};
                   });
 }
 
@@ -168,7 +168,7 @@ Variable gelu(const Variable& a, bool tanh_approximation) {
 }
 
 Variable softplus(const Variable& a) {
-    return record("softplus", unary_op(UnaryOp::Softplus, a.value()), {a}, {.inputs = {0}},
+    return record("softplus", tg::softplus(float_value(a, "softplus")), {a}, {.inputs = {0}},
                   [](const SavedContext& c, const Variable& g) -> Grads { return {mul(g, sigmoid(c.input(0)))}; });
 }
 

@@ -29,33 +29,10 @@ T apply_binary(BinaryOp op, T a, T b) {
     return T(0);
 }
 
-template <class T>
-T apply_unary(UnaryOp op, T x, T p) {
-    switch (op) {
-        case UnaryOp::Neg: return -x;
-        case UnaryOp::Exp: return std::exp(x);
-        case UnaryOp::Log: return std::log(x);
-        case UnaryOp::Relu: return x > T(0) ? x : T(0);
-        case UnaryOp::LeakyRelu: return x > T(0) ? x : p * x;
-        case UnaryOp::Sigmoid:  // never exponentiates a positive number
-            if (x >= T(0)) return T(1) / (T(1) + std::exp(-x));
-            else { const T e = std::exp(x); return e / (T(1) + e); }
-        case UnaryOp::Tanh: return std::tanh(x);
-        case UnaryOp::Softplus: return (x > T(0) ? x : T(0)) + std::log1p(std::exp(-std::fabs(x)));
-        case UnaryOp::Step: return x > T(0) ? T(1) : p;
-        case UnaryOp::Abs: return std::fabs(x);
-    }
-    return T(0);
-}
-
 // The vector kernels (ops/elementwise_kernels.hpp) of the active instruction set for T, or
 // null for Isa::scalar. They cover the contiguous paths below: same-shape and scalar-operand
-// binary ops, affine, and the unary ops that are selects or sign-bit operations (Neg, Abs,
-// Relu, LeakyRelu, Step), each lane bit for bit the scalar expression. Exp, Log, Sigmoid,
-// Tanh and Softplus stay scalar: xsimd 8.1's exp, log and tanh are not glibc's (on random
-// inputs its f32 exp differs from std::exp in 13% of the results by 1 ulp, tanh by up to
-// 2 ulp), so results would depend on the instruction set. The broadcasting paths stay
-// scalar loops.
+// binary ops and affine, each lane bit for bit the scalar expression (the unary maps are the
+// functors of ops/functors.hpp, run by vector_map). The broadcasting paths walk runs.
 template <class T>
 const simd_ew::Kernels<T>* vector_kernels() {
     const simd::Isa isa = simd::active();
@@ -72,35 +49,6 @@ simd_ew::Bin vector_op(BinaryOp op) {
         case BinaryOp::Div: return simd_ew::Bin::div;
     }
     return simd_ew::Bin::add;
-}
-
-// The vector form of a unary op, if it has one.
-bool vector_op(UnaryOp op, simd_ew::Un& v) {
-    switch (op) {
-        case UnaryOp::Neg: v = simd_ew::Un::neg; return true;
-        case UnaryOp::Abs: v = simd_ew::Un::abs; return true;
-        case UnaryOp::Relu: v = simd_ew::Un::relu; return true;
-        case UnaryOp::LeakyRelu: v = simd_ew::Un::leaky_relu; return true;
-        case UnaryOp::Step: v = simd_ew::Un::step; return true;
-        default: return false;
-    }
-}
-
-// The autograd op's name, for errors.
-const char* unary_name(UnaryOp op) {
-    switch (op) {
-        case UnaryOp::Neg: return "neg";
-        case UnaryOp::Exp: return "exp";
-        case UnaryOp::Log: return "log";
-        case UnaryOp::Relu: return "relu";
-        case UnaryOp::LeakyRelu: return "leaky_relu";
-        case UnaryOp::Sigmoid: return "sigmoid";
-        case UnaryOp::Tanh: return "tanh";
-        case UnaryOp::Softplus: return "softplus";
-        case UnaryOp::Step: return "step";
-        case UnaryOp::Abs: return "abs";
-    }
-    return "?";
 }
 
 const char* binary_name(BinaryOp op) {
@@ -214,25 +162,6 @@ Tensor binary_op(BinaryOp op, const Tensor& a, const Tensor& b) {
         }
     });
     return out.to(a.dtype());
-}
-
-Tensor unary_op(UnaryOp op, const Tensor& x, double param) {
-    need_float(x, unary_name(op));
-    const DType ct = compute_dtype(x.dtype());
-    const Tensor X = x.to(ct).contiguous();
-    Tensor out = Tensor::empty(x.shape(), ct);
-    with_compute_type(ct, [&](auto tag) {
-        using T = decltype(tag);
-        const T* px = X.data<T>();
-        T* po = out.data<T>();
-        const T p = static_cast<T>(param);
-        const std::int64_t n = out.numel();
-        const simd_ew::Kernels<T>* vk = vector_kernels<T>();
-        simd_ew::Un vop = simd_ew::Un::neg;
-        std::int64_t k = vk && vector_op(op, vop) ? vk->unary(vop, px, p, po, n) : 0;  // whole vectors, then the tail
-        for (; k < n; ++k) po[k] = apply_unary(op, px[k], p);
-    });
-    return out.to(x.dtype());
 }
 
 Tensor affine(const Tensor& x, double scale, double shift) {

@@ -1,5 +1,6 @@
-// Raw element-wise kernels for the autograd ops: NumPy broadcasting for binary ops, unary
-// maps, and broadcast_to. f64 computes in f64; f32, f16 and bf16 compute in f32 and round
+// Raw element-wise kernels: NumPy broadcasting for binary ops, the functor map of
+// ops/functors.hpp (vector_map; the eager functions of ops/math.hpp use it), affine and
+// broadcast_to. f64 computes in f64; f32, f16 and bf16 compute in f32 and round
 // once per kernel. Both operands of a binary op must have the same dtype.
 #pragma once
 #include <string>
@@ -20,19 +21,6 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const std::string& op);
 enum class BinaryOp { Add, Sub, Mul, Div };
 Tensor binary_op(BinaryOp op, const Tensor& a, const Tensor& b);
 
-enum class UnaryOp {
-    Neg,
-    Exp,
-    Log,
-    Relu,
-    LeakyRelu,  // param = negative slope
-    Sigmoid,
-    Tanh,
-    Softplus,   // log(1 + e^x), computed without overflow
-    Step,       // 1 where x > 0, else param (the mask of relu / leaky_relu)
-    Abs,
-};
-Tensor unary_op(UnaryOp op, const Tensor& x, double param = 0);
 
 // Element strides of a contiguous tensor of shape `s` read as shape `out` (right-aligned,
 // stride 0 on the axes it is broadcast along).

@@ -83,28 +83,6 @@ std::int64_t binary_scalar(Bin op, const T* a, T b, T* out, std::int64_t n) {
 }
 
 template <class Arch, class T>
-std::int64_t unary(Un op, const T* x, T p, T* out, std::int64_t n) {
-    using V = xsimd::batch<T, Arch>;
-    const V zero(T(0)), one(T(1)), vp(p);
-    // Comparisons are ordered (false for NaN), like the scalar `x > 0`.
-    switch (op) {
-        // The sign bit flipped, as the scalar -x does (NaN and ±0 included). Not xsimd's unary
-        // minus: xsimd 8.1 computes it as 0 - x for AVX-512, which turns +0 into +0 and keeps
-        // a NaN's sign.
-        case Un::neg: {
-            const V sign(T(-0.0));
-            return map1<V>(x, out, n, [sign](V v) { return v ^ sign; });
-        }
-        case Un::abs: return map1<V>(x, out, n, [](V v) { return xsimd::abs(v); });  // clears the sign bit
-        case Un::relu: return map1<V>(x, out, n, [zero](V v) { return xsimd::select(v > zero, v, zero); });
-        case Un::leaky_relu:
-            return map1<V>(x, out, n, [zero, vp](V v) { return xsimd::select(v > zero, v, vp * v); });
-        case Un::step: return map1<V>(x, out, n, [zero, one, vp](V v) { return xsimd::select(v > zero, one, vp); });
-    }
-    return 0;
-}
-
-template <class Arch, class T>
 std::int64_t affine(const T* x, T scale, T shift, T* out, std::int64_t n) {
     using V = xsimd::batch<T, Arch>;
     const V s(scale), b(shift);
@@ -112,7 +90,7 @@ std::int64_t affine(const T* x, T scale, T shift, T* out, std::int64_t n) {
 }
 
 template <class Arch, class T>
-constexpr Kernels<T> kernels{binary<Arch, T>, binary_scalar<Arch, T>, unary<Arch, T>, affine<Arch, T>};
+constexpr Kernels<T> kernels{binary<Arch, T>, binary_scalar<Arch, T>, affine<Arch, T>};
 
 }  // namespace tg::simd_ew
 

@@ -11,14 +11,11 @@
 namespace tg::simd_ew {
 
 enum class Bin { add, sub, mul, div };
-// neg: -x; abs: |x|; relu: x > 0 ? x : 0; leaky_relu: x > 0 ? x : p·x; step: x > 0 ? 1 : p.
-enum class Un { neg, abs, relu, leaky_relu, step };
 
 template <class T>
 struct Kernels {
     std::int64_t (*binary)(Bin op, const T* a, const T* b, T* out, std::int64_t n);     // a[k] op b[k]
     std::int64_t (*binary_scalar)(Bin op, const T* a, T b, T* out, std::int64_t n);     // a[k] op b
-    std::int64_t (*unary)(Un op, const T* x, T p, T* out, std::int64_t n);
     std::int64_t (*affine)(const T* x, T scale, T shift, T* out, std::int64_t n);       // x[k]·scale + shift, two roundings
 };
 

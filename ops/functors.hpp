@@ -20,9 +20,24 @@
 #include <cstring>
 #include <type_traits>
 
+#include <immintrin.h>
 #include <xsimd/xsimd.hpp>
 
 namespace tg::fn {
+
+// a·b + c rounded once, for a batch. xsimd 8.1 has no AVX-512 fma kernel: its generic one is
+// a·b + c, which rounds twice unless the compiler happens to contract it (GCC does at -O2,
+// not at -O1), so AVX-512 takes the intrinsic.
+template <class T, class A>
+xsimd::batch<T, A> fused(xsimd::batch<T, A> a, xsimd::batch<T, A> b, xsimd::batch<T, A> c) {
+#if defined(__AVX512F__)
+    if constexpr (sizeof(typename xsimd::batch<T, A>::register_type) == 64) {
+        if constexpr (std::is_same_v<T, float>) return _mm512_fmadd_ps(a, b, c);
+        else return _mm512_fmadd_pd(a, b, c);
+    } else
+#endif
+        return xsimd::fma(a, b, c);
+}
 
 template <class V>
 struct is_batch : std::false_type {};
@@ -82,6 +97,42 @@ struct Relu {
         const xsimd::batch<T, A> zero(T(0));
         return xsimd::select(x < zero, zero, x);
     }
+};
+
+// x > 0 ? x : slope·x (NaN: slope·NaN = NaN).
+template <class S>
+struct LeakyRelu {
+    S slope;
+    template <class T>
+    static constexpr bool vector = std::is_floating_point_v<T>;
+    template <class T>
+    T operator()(T x) const { return x > T(0) ? x : static_cast<T>(slope) * x; }
+    template <class T, class A>
+    xsimd::batch<T, A> operator()(xsimd::batch<T, A> x) const {
+        return xsimd::select(x > xsimd::batch<T, A>(T(0)), x, xsimd::batch<T, A>(static_cast<T>(slope)) * x);
+    }
+};
+
+// x > 0 ? 1 : below: the derivative of relu (below = 0) and leaky_relu (below = slope).
+template <class S>
+struct Step {
+    S below;
+    template <class T>
+    static constexpr bool vector = std::is_floating_point_v<T>;
+    template <class T>
+    T operator()(T x) const { return x > T(0) ? T(1) : static_cast<T>(below); }
+    template <class T, class A>
+    xsimd::batch<T, A> operator()(xsimd::batch<T, A> x) const {
+        return xsimd::select(x > xsimd::batch<T, A>(T(0)), xsimd::batch<T, A>(T(1)), xsimd::batch<T, A>(static_cast<T>(below)));
+    }
+};
+
+// log(1 + e^x) without overflow.
+struct Softplus {
+    template <class T>
+    static constexpr bool vector = false;
+    template <class T>
+    T operator()(T x) const { return (x > T(0) ? x : T(0)) + std::log1p(std::exp(-std::fabs(x))); }
 };
 
 // min(max(x, lo), hi) as PyTorch: NaN stays NaN; lo > hi gives hi everywhere.
@@ -164,12 +215,12 @@ struct Exp {
         xc = xsimd::select(xc > V(89.0f), V(89.0f), xc);
         xc = xsimd::select(nan, V(0.0f), xc);
         const V n = xsimd::nearbyint(xc * V(kLog2e));
-        V r = xsimd::fma(-n, V(kLn2Hi), xc);
-        r = xsimd::fma(-n, V(kLn2Lo), r);
+        V r = fused(-n, V(kLn2Hi), xc);
+        r = fused(-n, V(kLn2Lo), r);
         V p(kP[0]);
-        for (int i = 1; i < 6; ++i) p = xsimd::fma(p, r, V(kP[i]));
+        for (int i = 1; i < 6; ++i) p = fused(p, r, V(kP[i]));
         const V r2 = r * r;
-        const V y = xsimd::fma(p, r2, r) + V(1.0f);
+        const V y = fused(p, r2, r) + V(1.0f);
         const I ni = xsimd::to_int(n);
         const I h = ni >> 1;
         const V s1 = xsimd::bitwise_cast<V>((h + I(127)) << 23), s2 = xsimd::bitwise_cast<V>((ni - h + I(127)) << 23);
@@ -281,4 +332,5 @@ struct Ge { template <class T> bool operator()(T a, T b) const { return a >= b; 
     X(tg::fn::Neg, float) X(tg::fn::Neg, double) X(tg::fn::Abs, float) X(tg::fn::Abs, double)      \
     X(tg::fn::Relu, float) X(tg::fn::Relu, double) X(tg::fn::Sqrt, float) X(tg::fn::Sqrt, double)  \
     X(tg::fn::Rsqrt, float) X(tg::fn::Rsqrt, double) X(tg::fn::Exp, float)                       \
-    X(tg::fn::Clamp<double>, float) X(tg::fn::Clamp<double>, double)
+    X(tg::fn::Clamp<double>, float) X(tg::fn::Clamp<double>, double) X(tg::fn::LeakyRelu<double>, float) \
+    X(tg::fn::LeakyRelu<double>, double) X(tg::fn::Step<double>, float) X(tg::fn::Step<double>, double)

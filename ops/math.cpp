@@ -229,6 +229,15 @@ Tensor abs(const Tensor& t) { return unary_signed("abs", t, fn::Abs{}); }
 Tensor sign(const Tensor& t) { return unary_signed("sign", t, fn::Sign{}); }
 Tensor relu(const Tensor& t) { return unary_signed("relu", t, fn::Relu{}); }
 Tensor exp(const Tensor& t) { return unary_float("exp", t, fn::Exp{}); }
+Tensor softplus(const Tensor& t) { return unary_float("softplus", t, fn::Softplus{}); }
+Tensor leaky_relu(const Tensor& t, double slope) {
+    need_float(t, "leaky_relu");
+    return unary_map(t, t.dtype(), fn::LeakyRelu<double>{slope});
+}
+Tensor step(const Tensor& t, double below) {
+    need_float(t, "step");
+    return unary_map(t, t.dtype(), fn::Step<double>{below});
+}
 Tensor log(const Tensor& t) { return unary_float("log", t, fn::Log{}); }
 Tensor sqrt(const Tensor& t) { return unary_float("sqrt", t, fn::Sqrt{}); }
 Tensor rsqrt(const Tensor& t) { return unary_float("rsqrt", t, fn::Rsqrt{}); }

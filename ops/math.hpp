@@ -69,6 +69,9 @@ Tensor cos(const Tensor& t);
 Tensor tanh(const Tensor& t);
 Tensor sigmoid(const Tensor& t);
 Tensor relu(const Tensor& t);  // relu(NaN) = NaN
+Tensor leaky_relu(const Tensor& t, double slope);  // t > 0 ? t : slope·t (float only)
+Tensor softplus(const Tensor& t);                  // log(1 + e^t), without overflow
+Tensor step(const Tensor& t, double below = 0);    // t > 0 ? 1 : below (float only; relu's derivative)
 Tensor pow(const Tensor& t, double p);
 Tensor pow(const Tensor& a, const Tensor& b);  // broadcasting
 Tensor clamp(const Tensor& t, double lo, double hi);  // min(max(t, lo), hi); NaN stays NaN

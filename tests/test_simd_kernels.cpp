@@ -26,6 +26,8 @@
 #include "tapegrad/core/tensor.hpp"
 #include "tapegrad/ops/elementwise.hpp"
 #include "tapegrad/ops/elementwise_kernels.hpp"
+#include "tapegrad/ops/functors.hpp"
+#include "tapegrad/ops/math.hpp"
 #include "tapegrad/ops/reduce.hpp"
 #include "tapegrad/ops/reduce_kernels.hpp"
 
@@ -356,10 +358,18 @@ std::vector<bool> both_nan(const Tensor& a, const Tensor& b) {
 TEST_CASE("element-wise ops equal the scalar path bit for bit at every instruction set", "[simd][elementwise]") {
     const BinaryOp bops[] = {BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div};
     const char* bnames[] = {"add", "sub", "mul", "div"};
-    const std::pair<UnaryOp, const char*> uops[] = {
-        {UnaryOp::Neg, "neg"},   {UnaryOp::Abs, "abs"},         {UnaryOp::Relu, "relu"},
-        {UnaryOp::Step, "step"}, {UnaryOp::LeakyRelu, "leaky"}, {UnaryOp::Exp, "exp (scalar everywhere)"},
-        {UnaryOp::Tanh, "tanh (scalar everywhere)"}};
+    using Unary = Tensor (*)(const Tensor&, double);
+    const std::pair<Unary, const char*> uops[] = {
+        {[](const Tensor& x, double) { return neg(x); }, "neg"},
+        {[](const Tensor& x, double) { return tg::abs(x); }, "abs"},
+        {[](const Tensor& x, double) { return relu(x); }, "relu"},
+        {[](const Tensor& x, double p) { return step(x, p); }, "step"},
+        {[](const Tensor& x, double p) { return leaky_relu(x, p); }, "leaky"},
+        {[](const Tensor& x, double p) { return clamp(x, -p, 0.5); }, "clamp"},
+        {[](const Tensor& x, double) { return tg::sqrt(x); }, "sqrt"},
+        {[](const Tensor& x, double) { return rsqrt(x); }, "rsqrt"},
+        {[](const Tensor& x, double) { return tg::exp(x); }, "exp"},
+        {[](const Tensor& x, double) { return tg::tanh(x); }, "tanh (scalar everywhere)"}};
     // (0.1, 0.2) makes a fused multiply-add differ from the scalar path's two roundings.
     const std::pair<double, double> affines[] = {{-2.5, 0.3}, {0.1, 0.2}, {1e30, -1}, {1, 0}, {0, -0.0}};
     for (const DType dt : {DType::f32, DType::f64, DType::f16, DType::bf16})
@@ -383,7 +393,7 @@ TEST_CASE("element-wise ops equal the scalar path bit for bit at every instructi
                 check_all_isas([&] { return binary_op(bops[k], a, s.reshape({1})); }, {}, where + bnames[k] + " by [1]");
             }
             for (const auto& [op, name] : uops)
-                for (double p : {0.25, -3.0}) check_all_isas([&] { return unary_op(op, a, p); }, {}, where + name);
+                for (double p : {0.25, -3.0}) check_all_isas([&] { return op(a, p); }, {}, where + name);
             for (const auto& [sc, sh] : affines) check_all_isas([&] { return affine(a, sc, sh); }, {}, where + "affine");
         }
 }
@@ -429,11 +439,15 @@ void check_kernel_coverage(const simd_ew::Kernels<T>& kt, std::int64_t n) {
     run("mul", [&](T* o) { return kt.binary(simd_ew::Bin::mul, x.data(), y.data(), o, n); }, [&](std::int64_t i) { return x[i] * y[i]; }, true);
     run("div", [&](T* o) { return kt.binary(simd_ew::Bin::div, x.data(), y.data(), o, n); }, [&](std::int64_t i) { return x[i] / y[i]; }, true);
     run("div by a scalar", [&](T* o) { return kt.binary_scalar(simd_ew::Bin::div, x.data(), bs, o, n); }, [&](std::int64_t i) { return x[i] / bs; }, false);
-    run("neg", [&](T* o) { return kt.unary(simd_ew::Un::neg, x.data(), p, o, n); }, [&](std::int64_t i) { return -x[i]; }, false);
-    run("abs", [&](T* o) { return kt.unary(simd_ew::Un::abs, x.data(), p, o, n); }, [&](std::int64_t i) { return std::fabs(x[i]); }, false);
-    run("relu", [&](T* o) { return kt.unary(simd_ew::Un::relu, x.data(), p, o, n); }, [&](std::int64_t i) { return x[i] > T(0) ? x[i] : T(0); }, false);
-    run("leaky", [&](T* o) { return kt.unary(simd_ew::Un::leaky_relu, x.data(), p, o, n); }, [&](std::int64_t i) { return x[i] > T(0) ? x[i] : p * x[i]; }, false);
-    run("step", [&](T* o) { return kt.unary(simd_ew::Un::step, x.data(), p, o, n); }, [&](std::int64_t i) { return x[i] > T(0) ? T(1) : p; }, false);
+    // The functor maps of ops/functors.hpp on the active set.
+    auto vmap = [&](const auto& f, T* o) {
+        return simd::active() == simd::Isa::avx512 ? simd_ew::map_avx512(f, x.data(), o, n) : simd_ew::map_avx2(f, x.data(), o, n);
+    };
+    run("neg", [&](T* o) { return vmap(fn::Neg{}, o); }, [&](std::int64_t i) { return -x[i]; }, false);
+    run("abs", [&](T* o) { return vmap(fn::Abs{}, o); }, [&](std::int64_t i) { return std::fabs(x[i]); }, false);
+    run("relu", [&](T* o) { return vmap(fn::Relu{}, o); }, [&](std::int64_t i) { return x[i] < T(0) ? T(0) : x[i]; }, false);
+    run("leaky", [&](T* o) { return vmap(fn::LeakyRelu<double>{p}, o); }, [&](std::int64_t i) { return x[i] > T(0) ? x[i] : p * x[i]; }, false);
+    run("step", [&](T* o) { return vmap(fn::Step<double>{p}, o); }, [&](std::int64_t i) { return x[i] > T(0) ? T(1) : p; }, false);
     run("affine", [&](T* o) { return kt.affine(x.data(), sc, sh, o, n); },
         [&](std::int64_t i) {
             volatile T prod = x[i] * sc;  // rounded on its own, as the kernels must do it
