@@ -211,17 +211,103 @@ void* Tensor::raw_data() {
 }
 const void* Tensor::raw_data() const { return const_cast<Tensor*>(this)->raw_data(); }
 
+namespace {
+
+// Copies a strided view (shape, strides, element offset) of src into the contiguous dst,
+// element type T (chosen by size only: a copy moves bytes). Size-1 axes are dropped and
+// axes that are contiguous with each other merged; then
+//   * an innermost axis of stride 1: one memcpy per row;
+//   * an axis of stride 1 elsewhere (a transpose): the plane of that axis and the innermost
+//     one is copied in 32×32 tiles, so both the reads and the writes of a tile stay in cache;
+//   * otherwise: element by element.
+template <class T>
+void strided_copy(const T* src, Shape shape, Shape strides, std::int64_t offset, T* dst) {
+    Shape sh, st;  // merged, size-1 axes dropped, outermost first
+    for (std::size_t a = 0; a < shape.size(); ++a) {
+        if (shape[a] == 1) continue;
+        if (!sh.empty() && st.back() == strides[a] * shape[a]) {
+            sh.back() *= shape[a];
+            st.back() = strides[a];
+        } else {
+            sh.push_back(shape[a]);
+            st.push_back(strides[a]);
+        }
+    }
+    if (sh.empty()) {
+        *dst = src[offset];
+        return;
+    }
+    const std::size_t L = sh.size() - 1;
+    const std::int64_t n_last = sh[L];
+    // k: an axis other than the last with stride 1, if any
+    std::size_t k = L;
+    for (std::size_t a = 0; a < L; ++a)
+        if (st[a] == 1) k = a;
+    const Shape dst_st = contiguous_strides(sh);
+    // The outer axes: every axis but the last (and but k when tiling).
+    Shape outer_sh, outer_st, outer_dst;
+    for (std::size_t a = 0; a < L; ++a)
+        if (st[L] == 1 || a != k) {
+            outer_sh.push_back(sh[a]);
+            outer_st.push_back(st[a]);
+            outer_dst.push_back(dst_st[a]);
+        }
+    const std::int64_t n_outer = shape_numel(outer_sh);
+    std::vector<std::int64_t> idx(outer_sh.size(), 0);
+    std::int64_t so = offset, d0 = 0;
+    for (std::int64_t o = 0; o < n_outer; ++o) {
+        if (st[L] == 1) {
+            std::memcpy(dst + d0, src + so, static_cast<std::size_t>(n_last) * sizeof(T));
+        } else if (k != L) {
+            // 8×8 tiles: with power-of-two strides the lines of a tile share a cache set, and
+            // 8 per side still fit the ways of L1 (32 per side thrash it).
+            constexpr std::int64_t B = 8;
+            const std::int64_t nk = sh[k], sl = st[L], dk = dst_st[k];
+            for (std::int64_t i0 = 0; i0 < nk; i0 += B)
+                for (std::int64_t j0 = 0; j0 < n_last; j0 += B) {
+                    const T* s = src + so + j0 * sl + i0;
+                    T* d = dst + d0 + i0 * dk + j0;
+                    if (i0 + B <= nk && j0 + B <= n_last) {  // a whole tile: fixed trip counts
+                        T t[B][B];
+                        for (std::int64_t j = 0; j < B; ++j)
+                            for (std::int64_t i = 0; i < B; ++i) t[i][j] = s[j * sl + i];
+                        for (std::int64_t i = 0; i < B; ++i)
+                            for (std::int64_t j = 0; j < B; ++j) d[i * dk + j] = t[i][j];
+                        continue;
+                    }
+                    const std::int64_t ni = std::min(B, nk - i0), nj = std::min(B, n_last - j0);
+                    for (std::int64_t j = 0; j < nj; ++j)
+                        for (std::int64_t i = 0; i < ni; ++i) d[i * dk + j] = s[j * sl + i];
+                }
+        } else {
+            for (std::int64_t j = 0; j < n_last; ++j) dst[d0 + j] = src[so + j * st[L]];
+        }
+        for (std::size_t a = outer_sh.size(); a-- > 0;) {
+            so += outer_st[a];
+            d0 += outer_dst[a];
+            if (++idx[a] < outer_sh[a]) break;
+            so -= outer_st[a] * outer_sh[a];
+            d0 -= outer_dst[a] * outer_sh[a];
+            idx[a] = 0;
+        }
+    }
+}
+
+}  // namespace
+
 Tensor Tensor::contiguous() const {
     check_defined("contiguous");
     if (is_contiguous()) return *this;
     Tensor out = empty(shape_, dtype_);
-    const std::size_t es = dtype_size(dtype_);
+    if (out.numel() == 0) return out;
     const std::byte* src = storage_->bytes.get();
     std::byte* dst = out.storage_->bytes.get();
-    for_each_offset(shape_, strides_, offset_, [&](std::int64_t off) {
-        std::memcpy(dst, src + off * static_cast<std::int64_t>(es), es);
-        dst += es;
-    });
+    switch (dtype_size(dtype_)) {
+        case 1: strided_copy(reinterpret_cast<const std::uint8_t*>(src), shape_, strides_, offset_, reinterpret_cast<std::uint8_t*>(dst)); break;
+        case 2: strided_copy(reinterpret_cast<const std::uint16_t*>(src), shape_, strides_, offset_, reinterpret_cast<std::uint16_t*>(dst)); break;
+        case 4: strided_copy(reinterpret_cast<const std::uint32_t*>(src), shape_, strides_, offset_, reinterpret_cast<std::uint32_t*>(dst)); break;
+        default: strided_copy(reinterpret_cast<const std::uint64_t*>(src), shape_, strides_, offset_, reinterpret_cast<std::uint64_t*>(dst)); break;
+    }
     return out;
 }
 

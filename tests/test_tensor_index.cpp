@@ -227,3 +227,22 @@ TEST_CASE("batched matmul broadcasts its leading dims and matches PyTorch, gradi
                       Catch::Contains("matmul: shapes [2, 3, 4] and [2, 3, 4] are not [..., M, K] and [..., K, N]"));
     CHECK_THROWS_WITH(matmul(Tensor::zeros({2, 3, 4}), Tensor::zeros({3, 4, 5})), Catch::Contains("do not broadcast"));
 }
+
+TEST_CASE("contiguous() of permuted, sliced and transposed views equals reading element by element", "[tensor-index][views]") {
+    // Odd sizes (tiles of 8 with remainders), every element size (1, 2, 4, 8 bytes), several
+    // layouts: an innermost stride 1 (rows), a stride-1 axis elsewhere (tiled), none (gather).
+    for (DType dt : {DType::b8, DType::f16, DType::f32, DType::i64}) {
+        INFO(dtype_name(dt));
+        const Tensor base = arange(3 * 19 * 11 * 5, DType::f64).reshape({3, 19, 11, 5}).to(dt == DType::b8 ? DType::f64 : dt);
+        const Tensor t = dt == DType::b8 ? gt(base, 800.0) : base;
+        const std::vector<Tensor> views{t.permute({3, 1, 2, 0}), t.transpose(1, 3), t.permute({2, 0, 3, 1}).slice(1, 1, 3),
+                                        t.slice(1, 2, 19, 3).transpose(0, 2), t.permute({0, 2, 1, 3}), t.select(3, 2).transpose(0, 1)};
+        for (const Tensor& v : views) {
+            const Tensor c = v.contiguous();
+            REQUIRE(c.is_contiguous());
+            std::vector<double> want;
+            for (std::int64_t k = 0; k < v.numel(); ++k) want.push_back(v.at(unravel_index(k, v.shape())));
+            CHECK(c.values() == want);
+        }
+    }
+}
