@@ -1,6 +1,6 @@
 # cmake -DSOURCE=dir -DBINARY=dir -DARGS=list -P build_and_run.cmake
-# Configures, builds and runs the outside project's `app` (and `dist_app` when the project
-# built one), failing on any step.
+# Configures, builds and runs the outside project's `app` (and `tensor_app`, `classifier_app`
+# and `dist_app` when the project built them), failing on any step.
 file(REMOVE_RECURSE ${BINARY})
 execute_process(COMMAND ${CMAKE_COMMAND} -S ${SOURCE} -B ${BINARY} ${ARGS} RESULT_VARIABLE rc)
 if(rc)
@@ -14,9 +14,11 @@ execute_process(COMMAND ${BINARY}/app RESULT_VARIABLE rc)
 if(rc)
   message(FATAL_ERROR "running ${BINARY}/app failed: ${rc}")
 endif()
-if(EXISTS ${BINARY}/dist_app)
-  execute_process(COMMAND ${BINARY}/dist_app RESULT_VARIABLE rc)
-  if(rc)
-    message(FATAL_ERROR "running ${BINARY}/dist_app failed: ${rc}")
+foreach(other tensor_app classifier_app dist_app)
+  if(EXISTS ${BINARY}/${other})
+    execute_process(COMMAND ${BINARY}/${other} RESULT_VARIABLE rc)
+    if(rc)
+      message(FATAL_ERROR "running ${BINARY}/${other} failed: ${rc}")
+    endif()
   endif()
-endif()
+endforeach()
