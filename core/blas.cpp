@@ -3,7 +3,10 @@
 #include <cblas.h>
 
 #include <atomic>
+#include <algorithm>
+#include <charconv>
 #include <climits>
+#include <cstring>
 #include <cstdlib>
 #include <thread>
 #include <type_traits>
@@ -29,12 +32,16 @@ int fit_int(std::int64_t v, const char* what) {
 }
 
 int initial_threads() {
-    if (const char* e = std::getenv("TAPEGRAD_NUM_THREADS")) {
-        const int n = std::atoi(e);
-        if (n >= 1) return n;
+    if (const char* e = std::getenv("TAPEGRAD_NUM_THREADS"); e && *e) {
+        int n = 0;
+        const char* end = e + std::strlen(e);
+        const auto [p, ec] = std::from_chars(e, end, n);
+        if (ec != std::errc() || p != end || n < 1 || n > kMaxThreads)
+            fail("TAPEGRAD_NUM_THREADS", "TAPEGRAD_NUM_THREADS='", e, "' is not an integer in 1..", kMaxThreads);
+        return n;
     }
     const unsigned hc = std::thread::hardware_concurrency();
-    return hc == 0 ? 1 : static_cast<int>(hc);
+    return hc == 0 ? 1 : std::min(kMaxThreads, static_cast<int>(hc));
 }
 
 // One thread pool: OpenBLAS always runs single-threaded, and tapegrad's OpenMP team
@@ -207,7 +214,7 @@ template void gemm_from<double>(const PackedA<double>&, std::int64_t, double, co
                                 double*, std::int64_t);
 
 void set_num_threads(int n) {
-    if (n < 1) fail("threads", "set_num_threads: thread count ", n, " must be >= 1");
+    if (n < 1 || n > kMaxThreads) fail("threads", "set_num_threads: thread count ", n, " is not in 1..", kMaxThreads);
     thread_setting() = n;
 }
 

@@ -72,10 +72,14 @@ void gemm(const PackedA<T>& a, bool trans_b, std::int64_t N, T alpha, const T* B
 template <class T>
 void gemm_from(const PackedA<T>& a, std::int64_t N, T alpha, const PanelSource<T>& b, T beta, T* C, std::int64_t ldc);
 
-// Threads used by GEMM and by tapegrad's loops (at least 1): one OpenMP team; OpenBLAS
-// itself stays single-threaded. Defaults to the core count, or TAPEGRAD_NUM_THREADS when
-// set. Safe to change while other threads compute: a running kernel call keeps the team
-// it started with, the next call uses the new count.
+// Threads used by GEMM and by tapegrad's loops, 1 to kMaxThreads: one OpenMP team; OpenBLAS
+// itself stays single-threaded. Defaults to the core count (at most kMaxThreads), or
+// TAPEGRAD_NUM_THREADS when set (read on first use; a value that is not an integer in
+// 1..kMaxThreads is an error naming the variable). Safe to change while other threads
+// compute: a running kernel call keeps the team it started with, the next call uses the
+// new count. The bound keeps libgomp from failing to create (or crashing on) thousands of
+// threads, which it reports with no error of ours.
+inline constexpr int kMaxThreads = 256;
 void set_num_threads(int n);
 int num_threads();
 

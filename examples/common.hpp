@@ -138,7 +138,7 @@ inline Options parse_options(int argc, char** argv, const Program& p) {
         else if (k == "--epochs") a.epochs = static_cast<int>(parse_int(k, v, 1, 100000));
         else if (k == "--limit") a.limit = parse_int(k, v, 0, std::int64_t{1} << 40);
         else if (k == "--batch") a.batch = parse_int(k, v, 1, 1000000);
-        else if (k == "--threads") a.threads = static_cast<int>(parse_int(k, v, 1, 4096));
+        else if (k == "--threads") a.threads = static_cast<int>(parse_int(k, v, 1, kMaxThreads));
         else if (k == "--seed") a.seed = static_cast<std::uint64_t>(parse_int(k, v, 0, std::int64_t{1} << 62));
         else if (k == "--resume") a.resume = v;
         else if (k == "--dropout") a.dropout = parse_probability(k, v);

@@ -169,9 +169,18 @@ void Module::check_new_name(const std::string& name, const char* what) const {
 }
 
 std::vector<std::pair<std::string, Variable>> Module::named_parameters() const {
-    std::vector<std::pair<std::string, Variable>> out = params_;
+    std::vector<std::pair<std::string, Variable>> all = params_;
     for (const auto& [name, child] : children_)
-        for (auto& [pn, p] : child->named_parameters()) out.emplace_back(name + "." + pn, p);
+        for (auto& [pn, p] : child->named_parameters()) all.emplace_back(name + "." + pn, p);
+    // A parameter reached twice (a layer used twice, tied weights) is listed once, under its
+    // first name, as PyTorch's named_parameters(): an optimizer must update it once per step.
+    std::vector<std::pair<std::string, Variable>> out;
+    std::vector<const void*> seen;
+    for (auto& [n, p] : all) {
+        if (std::find(seen.begin(), seen.end(), p.impl().get()) != seen.end()) continue;
+        seen.push_back(p.impl().get());
+        out.emplace_back(std::move(n), std::move(p));
+    }
     return out;
 }
 
@@ -450,6 +459,19 @@ void print_tree(std::ostream& os, const Module& m, const std::string& indent) {
 }
 
 }  // namespace
+
+void Module::check_no_cycle(const Module& m, const std::string& name) const {
+    // Depth first over m's tree (which has no cycle: every edge was checked when added).
+    std::vector<const Module*> todo{&m};
+    while (!todo.empty()) {
+        const Module* at = todo.back();
+        todo.pop_back();
+        if (at == this)
+            fail(name, "register_module: module '", name, "' is ", &m == this ? "this module itself" : "an ancestor of this module",
+                 " (a module cannot contain itself)");
+        for (const auto& [n, c] : at->children_) todo.push_back(c.get());
+    }
+}
 
 std::string Module::repr() const {
     int status = 0;

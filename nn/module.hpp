@@ -148,6 +148,7 @@ protected:
     std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> m) {
         check_new_name(name, "module");
         if (!m) fail(name, "register_module: module '", name, "' is null");
+        check_no_cycle(*m, name);
         children_.emplace_back(name, m);
         return m;
     }
@@ -160,6 +161,9 @@ protected:
 
 private:
     void check_new_name(const std::string& name, const char* what) const;
+    // Refuses a sub-module that is this module or holds it (a cycle would make every walk
+    // over the tree, parameters() first, recurse forever).
+    void check_no_cycle(const Module& m, const std::string& name) const;
     void collect_state(const std::string& prefix, StateDict& out) const;
     struct Slot;
     void collect_slots(const std::string& prefix, std::vector<Slot>& out);

@@ -64,8 +64,17 @@ bool operands(const ag::Variable& p, std::size_t i, const char* opt, Tensor& val
     return true;
 }
 
+// A state tensor made for parameter i must still have its shape: Variable::set_data may have
+// replaced the parameter's value by one of another shape since.
+void check_state_shape(const Tensor& s, const Shape& shape, std::size_t i, const char* opt) {
+    if (s.defined() && s.shape() != shape)
+        fail("params", opt, ": parameter ", i, " now has shape ", shape_str(shape), " but its optimizer state was made for ",
+             shape_str(s.shape()), " (set_data changed it); make a new optimizer for the new parameter");
+}
+
 // Zeros at first use; converted when the parameter's dtype has changed since.
-void ensure_state(Tensor& s, const Tensor& value) {
+void ensure_state(Tensor& s, const Tensor& value, std::size_t i, const char* opt) {
+    check_state_shape(s, value.shape(), i, opt);
     const DType dt = compute_dtype(value.dtype());
     if (!s.defined()) s = Tensor::zeros(value.shape(), dt);
     else if (s.dtype() != dt) s = s.to(dt);
@@ -140,10 +149,15 @@ private:
 
 }  // namespace
 
-Optimizer::Optimizer(std::vector<ag::Variable> params) : params_(std::move(params)) {
-    for (std::size_t i = 0; i < params_.size(); ++i)
-        if (!params_[i].defined() || !params_[i].requires_grad())
+Optimizer::Optimizer(std::vector<ag::Variable> params) {
+    for (std::size_t i = 0; i < params.size(); ++i) {
+        if (!params[i].defined() || !params[i].requires_grad())
             fail("params", "optimizer: parameter ", i, " does not require a gradient");
+        // The same parameter given twice is kept once (updated once per step).
+        bool dup = false;
+        for (const ag::Variable& p : params_) dup = dup || p.impl() == params[i].impl();
+        if (!dup) params_.push_back(params[i]);
+    }
 }
 
 void Optimizer::zero_grad() {
@@ -162,7 +176,7 @@ void SGD::step() {
     for (std::size_t i = 0; i < params_.size(); ++i) {
         Tensor value, grad;
         if (!operands(params_[i], i, "SGD", value, grad)) continue;
-        if (momentum_ > 0) ensure_state(velocity_[i], value);
+        if (momentum_ > 0) ensure_state(velocity_[i], value, i, kind());
         with_io(value.dtype(), [&](auto io) {
             using IO = decltype(io);
             using S = typename IO::S;
@@ -206,8 +220,8 @@ void Adam::step() {
     for (std::size_t i = 0; i < params_.size(); ++i) {
         Tensor value, grad;
         if (!operands(params_[i], i, kind(), value, grad)) continue;
-        ensure_state(m_[i], value);
-        ensure_state(v_[i], value);
+        ensure_state(m_[i], value, i, kind());
+        ensure_state(v_[i], value, i, kind());
         with_io(value.dtype(), [&](auto io) {
             using IO = decltype(io);
             using S = typename IO::S;
@@ -254,8 +268,10 @@ StateDict SGD::state_dict() const {
     d.insert("momentum", scalar_f64(momentum_));
     d.insert("weight_decay", scalar_f64(wd_));
     d.insert("step", scalar_i64(steps_));
-    for (std::size_t i = 0; i < velocity_.size(); ++i)
+    for (std::size_t i = 0; i < velocity_.size(); ++i) {
+        check_state_shape(velocity_[i], params_[i].shape(), i, kind());
         if (velocity_[i].defined()) d.insert("velocity." + std::to_string(i), velocity_[i].clone());
+    }
     return d;
 }
 
@@ -285,6 +301,8 @@ StateDict Adam::state_dict() const {
     d.insert("weight_decay", scalar_f64(wd_));
     d.insert("step", scalar_i64(steps_));
     for (std::size_t i = 0; i < m_.size(); ++i) {
+        check_state_shape(m_[i], params_[i].shape(), i, kind());
+        check_state_shape(v_[i], params_[i].shape(), i, kind());
         if (m_[i].defined()) d.insert("m." + std::to_string(i), m_[i].clone());
         if (v_[i].defined()) d.insert("v." + std::to_string(i), v_[i].clone());
     }

@@ -21,14 +21,20 @@ namespace tg {
 namespace {
 
 std::atomic<std::int64_t> g_workspace{std::int64_t{64} << 20};
+// Read on first use, never during static initialisation: an invalid value is an error
+// thrown where a transposed convolution runs (so a program can catch it and report it), not
+// a termination before main.
 TransposedAlgo initial_transposed_algo() {
     const char* e = std::getenv("TAPEGRAD_TRANSPOSED");
     if (!e || !std::strcmp(e, "auto")) return TransposedAlgo::Auto;
     if (!std::strcmp(e, "col2im")) return TransposedAlgo::Col2im;
     if (!std::strcmp(e, "phases")) return TransposedAlgo::Phases;
-    fail("TAPEGRAD_TRANSPOSED", "TAPEGRAD_TRANSPOSED must be auto, col2im or phases");
+    fail("TAPEGRAD_TRANSPOSED", "TAPEGRAD_TRANSPOSED='", e, "' must be auto, col2im or phases");
 }
-std::atomic<TransposedAlgo> g_transposed_algo{initial_transposed_algo()};
+std::atomic<TransposedAlgo>& transposed_setting() {
+    static std::atomic<TransposedAlgo> s{initial_transposed_algo()};
+    return s;
+}
 
 // The stride-phase form drops the column buffer and the scatter-add, but rebuilds u's
 // patches for every phase (one element per Ig multiply-adds) and writes a phase with stride
@@ -40,7 +46,7 @@ std::atomic<TransposedAlgo> g_transposed_algo{initial_transposed_algo()};
 // selectable (set_transposed_algo, TAPEGRAD_TRANSPOSED=phases) and tested.
 bool use_phases(const ConvGeometry& g) {
     if (g.layout != Layout::NCX) return false;
-    return g_transposed_algo.load(std::memory_order_relaxed) == TransposedAlgo::Phases;
+    return transposed_setting().load(std::memory_order_relaxed) == TransposedAlgo::Phases;
 }
 
 // The batch is cut into tiles of columns (positions of whole images, or chunks of one
@@ -675,8 +681,8 @@ void set_conv_workspace_bytes(std::int64_t bytes) {
 }
 std::int64_t conv_workspace_bytes() { return g_workspace; }
 
-void set_transposed_algo(TransposedAlgo algo) { g_transposed_algo = algo; }
-TransposedAlgo transposed_algo() { return g_transposed_algo; }
+void set_transposed_algo(TransposedAlgo algo) { transposed_setting() = algo; }
+TransposedAlgo transposed_algo() { return transposed_setting(); }
 
 Tensor conv_forward(const Tensor& x, const Tensor& W, const ConvGeometry& g, const Tensor& bias) {
     check_operand(x, g.in_shape(), "data", "conv_forward");

@@ -164,11 +164,14 @@ struct Sqrt {
     xsimd::batch<T, A> operator()(xsimd::batch<T, A> x) const { return xsimd::sqrt(x); }
 };
 
+// f32 is computed in f64 and rounded once (1/√x in f32 rounds twice and is off by an ulp
+// at times; BatchNorm's composed form, used by SyncBatchNorm, must match the fused one), so
+// only f64 has a vector form.
 struct Rsqrt {
     template <class T>
-    static constexpr bool vector = std::is_floating_point_v<T>;
+    static constexpr bool vector = std::is_same_v<T, double>;
     template <class T>
-    T operator()(T x) const { return T(1) / std::sqrt(x); }
+    T operator()(T x) const { return static_cast<T>(1.0 / std::sqrt(static_cast<double>(x))); }
     template <class T, class A>
     xsimd::batch<T, A> operator()(xsimd::batch<T, A> x) const { return xsimd::batch<T, A>(T(1)) / xsimd::sqrt(x); }
 };
@@ -331,6 +334,6 @@ struct Ge { template <class T> bool operator()(T a, T b) const { return a >= b; 
 #define TG_VECTOR_FUNCTORS(X)                                                                      \
     X(tg::fn::Neg, float) X(tg::fn::Neg, double) X(tg::fn::Abs, float) X(tg::fn::Abs, double)      \
     X(tg::fn::Relu, float) X(tg::fn::Relu, double) X(tg::fn::Sqrt, float) X(tg::fn::Sqrt, double)  \
-    X(tg::fn::Rsqrt, float) X(tg::fn::Rsqrt, double) X(tg::fn::Exp, float)                       \
+    X(tg::fn::Rsqrt, double) X(tg::fn::Exp, float)                                                \
     X(tg::fn::Clamp<double>, float) X(tg::fn::Clamp<double>, double) X(tg::fn::LeakyRelu<double>, float) \
     X(tg::fn::LeakyRelu<double>, double) X(tg::fn::Step<double>, float) X(tg::fn::Step<double>, double)

@@ -88,9 +88,14 @@ inline std::string shell_quote(const std::string& s) {
     return q + "'";
 }
 
-// Runs `tapegrad <args...>` with stdout and stderr captured into files of `scratch`.
-inline CommandResult run_tapegrad(const std::vector<std::string>& args, const TempDir& scratch) {
-    std::string cmd = shell_quote(TAPEGRAD_EXE);
+// Runs `tapegrad <args...>` with stdout and stderr captured into files of `scratch`; `env`
+// holds NAME=value settings for the command's environment.
+inline CommandResult run_tapegrad(const std::vector<std::string>& args, const TempDir& scratch,
+                                  const std::vector<std::string>& env = {}) {
+    std::string cmd = "env";
+    for (const std::string& e : env) cmd += ' ' + shell_quote(e);
+    cmd += ' ';
+    cmd += shell_quote(TAPEGRAD_EXE);
     for (const std::string& a : args) {
         cmd += ' ';
         cmd += shell_quote(a);

@@ -90,6 +90,7 @@ Options parse_options(const std::vector<std::string>& args) {
             if (o.only.empty()) fail(a, "bench: --only needs a shape name, got ''");
         } else if (a == "--threads") {
             o.threads = parse_count(a, value());
+            if (o.threads > kMaxThreads) fail(a, "bench: ", a, " ", o.threads, " is more than ", kMaxThreads, " threads");
         } else if (a == "--batch") {
             o.batch = parse_count(a, value());
         } else if (a == "--ops") {

@@ -9,8 +9,10 @@
 #include <variant>
 #include <vector>
 
+#include "tapegrad/core/blas.hpp"
 #include "tapegrad/core/npy.hpp"
 #include "tapegrad/core/workspace.hpp"
+#include "tapegrad/ops/conv_kernels.hpp"
 #include "tapegrad/spec/opset.hpp"
 #include "tapegrad/spec/case_file.hpp"
 #include "tapegrad/spec/run_case.hpp"
@@ -187,6 +189,10 @@ int main(int argc, char** argv) {
     }
     const std::string cmd = argv[1];
     try {
+        // The environment's settings, read now so that a bad value is this command's one
+        // error line (the library reads each on first use, whichever op that is).
+        (void)tg::num_threads();
+        (void)tg::transposed_algo();
         if (bench) return tg::cmd_bench(std::vector<std::string>(argv + 2, argv + argc));
         // tapegrad CMD [--memory-limit BYTES] [--work-limit MACS] CASE.json
         std::string path;

@@ -1,0 +1,91 @@
+// Reliability, round 3 (issue 21): each class that crashed or answered wrongly, checked at its
+// root. Environment settings are read on first use with errors naming the variable; thread
+// counts are bounded; optimizer state follows its parameter's shape; a parameter reached
+// twice is updated once; a module cannot contain itself; relu passes NaN; slice takes any step.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+
+#include "support_files.hpp"
+#include "tapegrad/tapegrad.hpp"
+
+using namespace tg;
+using namespace tg::testsov;
+
+TEST_CASE("an invalid TAPEGRAD_TRANSPOSED is an error where a transposed conv runs, not an abort before main", "[reliability]") {
+    TempDir scratch;
+    // --help runs no convolution: it must work whatever the setting (it aborted with 134).
+    const CommandResult help = run_tapegrad({"--help"}, scratch, {"TAPEGRAD_TRANSPOSED=bogus"});
+    CHECK(help.exit_code == 0);
+    const std::filesystem::path ex = std::filesystem::path(TAPEGRAD_SOURCE_DIR) / "examples" / "cases" / "ex1_full";
+    TempDir work;
+    for (const char* f : {"case.json", "data.npy", "filter.npy"}) std::filesystem::copy_file(ex / f, work / f);
+    const CommandResult r = run_tapegrad({"run", work / "case.json"}, scratch, {"TAPEGRAD_TRANSPOSED=bogus"});
+    INFO(r.err);
+    CHECK(r.exit_code == 1);
+    CHECK(r.err.rfind("error: ", 0) == 0);
+    CHECK_THAT(r.err, Catch::Contains("TAPEGRAD_TRANSPOSED='bogus' must be auto, col2im or phases"));
+}
+
+TEST_CASE("thread counts are bounded with an error naming the setting", "[reliability]") {
+    CHECK_THROWS_WITH(set_num_threads(100000), Catch::Contains("set_num_threads: thread count 100000 is not in 1..256"));
+    CHECK_THROWS_WITH(set_num_threads(0), Catch::Contains("is not in 1..256"));
+    TempDir scratch;
+    const CommandResult b = run_tapegrad({"bench", "--threads", "100000"}, scratch);
+    CHECK(b.exit_code == 1);
+    CHECK_THAT(b.err, Catch::StartsWith("error: ") && Catch::Contains("--threads 100000 is more than 256 threads"));
+    const std::filesystem::path ex = std::filesystem::path(TAPEGRAD_SOURCE_DIR) / "examples" / "cases" / "ex1_full";
+    TempDir work;
+    for (const char* f : {"case.json", "data.npy", "filter.npy"}) std::filesystem::copy_file(ex / f, work / f);
+    for (const char* bad : {"TAPEGRAD_NUM_THREADS=100000", "TAPEGRAD_NUM_THREADS=two", "TAPEGRAD_NUM_THREADS=0"}) {
+        INFO(bad);
+        const CommandResult r = run_tapegrad({"run", work / "case.json"}, scratch, {bad});
+        CHECK(r.exit_code == 1);
+        CHECK_THAT(r.err, Catch::StartsWith("error: ") && Catch::Contains("is not an integer in 1..256"));
+    }
+}
+
+TEST_CASE("optimizer state is checked against its parameter's shape after set_data", "[reliability]") {
+    ag::Variable w = ag::param(Tensor::full({4, 3}, 1.0));
+    nn::Adam adam({w}, 0.1);
+    nn::SGD sgd({w}, 0.1, 0.9);
+    w.set_grad(Tensor::full({4, 3}, 1.0));
+    adam.step();
+    sgd.step();
+    w.set_data(Tensor::full({2, 3}, 1.0));  // shrunk: the moments still have 12 elements
+    w.set_grad(Tensor::full({2, 3}, 1.0));
+    CHECK_THROWS_WITH(adam.step(), Catch::Contains("Adam: parameter 0 now has shape [2, 3] but its optimizer state was made for [4, 3]"));
+    CHECK_THROWS_WITH(sgd.step(), Catch::Contains("SGD: parameter 0 now has shape [2, 3]"));
+    CHECK_THROWS_WITH(adam.state_dict(), Catch::Contains("Adam: parameter 0 now has shape [2, 3]"));  // never an unloadable save
+}
+
+TEST_CASE("a parameter reached twice (tied weights, passed twice) is updated once per step", "[reliability]") {
+    auto shared = std::make_shared<nn::Linear>(2, 2, false);
+    nn::Sequential net;
+    net.add(shared).add(shared);  // the same layer twice
+    CHECK(net.parameters().size() == 1);
+    CHECK(net.named_parameters()[0].first == "0.weight");
+    const Tensor before = shared->weight.value().clone();
+    nn::SGD opt({shared->weight, shared->weight}, 1.0);  // and passed twice
+    CHECK(opt.params().size() == 1);
+    shared->weight.set_grad(Tensor::full({2, 2}, 1.0));
+    opt.step();
+    CHECK(shared->weight.value().values() == sub(before, 1.0).values());  // one step of lr·g, not two
+}
+
+TEST_CASE("a module cannot be added to itself or to one of its descendants", "[reliability]") {
+    auto a = std::make_shared<nn::Sequential>();
+    CHECK_THROWS_WITH(a->add(a), Catch::Contains("register_module: module '0' is this module itself"));
+    auto b = std::make_shared<nn::Sequential>();
+    a->add(b);
+    CHECK_THROWS_WITH(b->add(a), Catch::Contains("is an ancestor of this module"));
+    CHECK(a->parameters().empty());  // still a tree: the walk ends
+}
+
+TEST_CASE("relu passes NaN and its gradient is 1 there, as PyTorch's", "[reliability]") {
+    const ag::Variable x = ag::param(Tensor::from({3}, {NAN, -1.0, 2.0}));
+    const ag::Variable y = ag::relu(x);
+    CHECK(std::isnan(y.value().values()[0]));
+    ag::backward({y}, {Tensor::full({3}, 1.0)});
+    CHECK(x.grad().values() == std::vector<double>{1, 0, 1});
+}
