@@ -122,7 +122,7 @@ Variable relu(const Variable& a) {
                   [](const SavedContext& c, const Variable& g) -> Grads {
                       // 1 where x > 0, and at NaN (PyTorch's relu passes the gradient there, so
                       // anomaly mode sees the NaN), 0 elsewhere
-                      const Tensor& x = c.input(0).value();
+                      const Tensor x = c.input(0).value();
                       return {mul(g, constant(masked_fill(step(x, 0), ne(x, x), 1.0)))};
                   });
 }
@@ -226,7 +226,7 @@ Variable pow(const Variable& a, const Variable& b) {
 Variable clamp(const Variable& a, double lo, double hi) {
     return record("clamp", tg::clamp(float_value(a, "clamp"), lo, hi), {a}, {.inputs = {0}},
                   [lo, hi](const SavedContext& c, const Variable& g) -> Grads {
-                      const Tensor& x = c.input(0).value();
+                      const Tensor x = c.input(0).value();
                       return {masked_fill(g, logical_or(lt(x, lo), gt(x, hi)), 0.0)};
                   });
 }
