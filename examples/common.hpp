@@ -362,6 +362,10 @@ Evaluation fit(const Program& p, const Options& a, nn::Module& model, nn::Optimi
                LossOf loss_of, Evaluate evaluate, const Parallel& par = {}) {
     History h;
     const std::int64_t n_train = train.size();
+    // Refused up front, not after 0 steps or a NaN metric: a run must train at least one step.
+    if (train.batches() < 1)
+        fail("--limit", p.name, ": the training set gives no batch (", train.size(), " images, ", par.world_size,
+             " rank(s), --batch ", a.batch, ")");
     const int done = resume(model, opt, a, n_train, h);
     const std::string ckpt = checkpoint_dir(a, p), curve = out_path(a, std::string(p.name) + "_loss.png");
     auto eval = [&] {
@@ -373,9 +377,15 @@ Evaluation fit(const Program& p, const Options& a, nn::Module& model, nn::Optimi
         return e;
     };
     std::ofstream steps_csv;
+    const std::string steps_path = out_path(a, std::string(p.name) + "_steps.csv");
+    // The step log is a result like the others: a run that cannot write it fails, naming it.
+    auto check_steps = [&] {
+        if (!steps_csv) fail("--out", "cannot write the step log '", steps_path, "'");
+    };
     if (par.root()) {
-        steps_csv.open(out_path(a, std::string(p.name) + "_steps.csv"));
+        steps_csv.open(steps_path);
         steps_csv << "epoch,step,loss\n";
+        check_steps();
     }
     Evaluation last;
     bool evaluated = false;
@@ -414,6 +424,7 @@ Evaluation fit(const Program& p, const Options& a, nn::Module& model, nn::Optimi
         std::fflush(stdout);
         if (par.root()) {
             steps_csv.flush();
+            check_steps();
             save(model, opt, ckpt, a, n_train, epoch, h);
             h.plot(curve);
         }

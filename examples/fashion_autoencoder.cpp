@@ -62,6 +62,8 @@ int main(int argc, char** argv) try {
     const Tensor test_x = images(read_idx_images(a.data + "/t10k-images-idx3-ubyte.gz"));
     const DataLoader train(train_x, {.batch = a.batch, .seed = a.seed, .limit = a.limit});
     const DataLoader test(test_x, {.batch = 500, .shuffle = false});
+    // The picture shows 16 test images: refuse a smaller test set before training, not after.
+    if (test.size() < 16) fail("--data", "fashion_autoencoder: the test set has ", test.size(), " images, fewer than the 16 it draws");
     std::printf("train %lld images, test %lld images, 28x28; %d threads\n", static_cast<long long>(train.size()),
                 static_cast<long long>(test.size()), num_threads());
 

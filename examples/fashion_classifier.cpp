@@ -56,6 +56,7 @@ int main(int argc, char** argv) try {
     const DataLoader train(train_x, train_y, {.batch = a.batch, .seed = a.seed, .limit = a.limit,
                                               .rank = dist.rank(), .world_size = dist.world_size()});
     const DataLoader test(test_x, test_y, {.batch = 500, .shuffle = false});
+    if (test.size() < 1) fail("--data", "fashion_classifier: the test set is empty (no accuracy to measure)");
     std::printf("train %lld images, test %lld images, 28x28, 10 classes; %d threads\n",
                 static_cast<long long>(train.size()), static_cast<long long>(test.size()), num_threads());
     if (a.distributed)

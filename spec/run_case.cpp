@@ -12,7 +12,6 @@ namespace tg {
 namespace {
 
 // Results above this size are refused before they are allocated (as .npy inputs are).
-constexpr std::int64_t kMaxResultBytes = std::int64_t{4} << 30;
 
 // The attribute that made axis `a` of the result so long, for the error message.
 std::string size_culprit(const ResolvedOp& r, const CaseFile& c, std::size_t a) {

@@ -11,6 +11,8 @@ namespace tg {
 // Cases past it (a 1-D convolution of two 2 MB signals with pads of 2^19 is 8e11) are
 // refused at once instead of running for minutes.
 inline constexpr double kDefaultWorkLimit = 2e11;
+// The largest result a command makes (run's output, gradcheck's f64 result per run): 4 GiB.
+inline constexpr std::int64_t kMaxResultBytes = std::int64_t{4} << 30;
 
 // Reads the case file, runs its op (and with grad_output its gradients through the tape),
 // and writes every output, all or nothing: each file is written beside its target first and

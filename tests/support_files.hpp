@@ -88,14 +88,14 @@ inline std::string shell_quote(const std::string& s) {
     return q + "'";
 }
 
-// Runs `tapegrad <args...>` with stdout and stderr captured into files of `scratch`; `env`
-// holds NAME=value settings for the command's environment.
-inline CommandResult run_tapegrad(const std::vector<std::string>& args, const TempDir& scratch,
-                                  const std::vector<std::string>& env = {}) {
+// Runs `exe <args...>` with stdout and stderr captured into files of `scratch`; `env` holds
+// NAME=value settings for the command's environment.
+inline CommandResult run_program(const std::string& exe, const std::vector<std::string>& args, const TempDir& scratch,
+                                 const std::vector<std::string>& env = {}) {
     std::string cmd = "env";
     for (const std::string& e : env) cmd += ' ' + shell_quote(e);
     cmd += ' ';
-    cmd += shell_quote(TAPEGRAD_EXE);
+    cmd += shell_quote(exe);
     for (const std::string& a : args) {
         cmd += ' ';
         cmd += shell_quote(a);
@@ -112,6 +112,12 @@ inline CommandResult run_tapegrad(const std::vector<std::string>& args, const Te
     r.out = read_text(out);
     r.err = read_text(err);
     return r;
+}
+
+// Runs `tapegrad <args...>` (run_program on the command line built with the tests).
+inline CommandResult run_tapegrad(const std::vector<std::string>& args, const TempDir& scratch,
+                                  const std::vector<std::string>& env = {}) {
+    return run_program(TAPEGRAD_EXE, args, scratch, env);
 }
 
 }  // namespace tg::testsov

@@ -155,4 +155,12 @@ TEST_CASE("cli limits: the work limit and the memory limit refuse absurd cases a
     r = run_tapegrad({"gradcheck", c.dir / "case.json", "--work-limit", "1000"}, c.dir);
     CHECK(one_error_line(r));
     CHECK_THAT(r.err, Catch::Contains("work limit"));
+    // ... counting the passes over its result, not only multiply-adds: pads of 2^22 − 1 make
+    // ~8.4e6 mostly zero outputs from ~2.5e7 multiply-adds, which thousands of gradcheck runs
+    // would fill for minutes (it ran before: only the multiply-adds were counted)
+    write_bytes(c.dir / "padded.json", R"({"op": "Convolution", "attrs": {"strides": [1], "pads_begin": [4194303],
+        "pads_end": [4194303], "dilations": [1]}, "inputs": ["data.npy", "filter.npy"], "output": "p.npy"})");
+    r = run_tapegrad({"gradcheck", c.dir / "padded.json"}, c.dir);
+    CHECK(one_error_line(r));
+    CHECK_THAT(r.err, Catch::Contains("elements), over the work limit"));
 }

@@ -89,3 +89,51 @@ TEST_CASE("relu passes NaN and its gradient is 1 there, as PyTorch's", "[reliabi
     ag::backward({y}, {Tensor::full({3}, 1.0)});
     CHECK(x.grad().values() == std::vector<double>{1, 0, 1});
 }
+
+#ifdef TAPEGRAD_EXAMPLE_DIR
+namespace {
+
+// An IDX file of unsigned bytes (plain: the reader's gzip layer reads plain files too).
+void write_idx(const std::filesystem::path& p, std::vector<std::int64_t> dims) {
+    std::string b{'\0', '\0', '\x08', static_cast<char>(dims.size())};
+    std::int64_t n = 1;
+    for (std::int64_t d : dims) {
+        n *= d;
+        for (int s = 24; s >= 0; s -= 8) b += static_cast<char>((d >> s) & 0xff);
+    }
+    b += std::string(static_cast<std::size_t>(n), '\x03');
+    write_bytes(p, b);
+}
+
+void write_dataset(const std::filesystem::path& dir, std::int64_t n_train, std::int64_t n_test) {
+    write_idx(dir / "train-images-idx3-ubyte.gz", {n_train, 28, 28});
+    write_idx(dir / "train-labels-idx1-ubyte.gz", {n_train});
+    write_idx(dir / "t10k-images-idx3-ubyte.gz", {n_test, 28, 28});
+    write_idx(dir / "t10k-labels-idx1-ubyte.gz", {n_test});
+}
+
+}  // namespace
+
+TEST_CASE("the trainers refuse empty or too small datasets and an unwritable step log before training", "[reliability][examples]") {
+    const std::string dir = TAPEGRAD_EXAMPLE_DIR;
+    const std::string classifier = dir + "/fashion_classifier", autoencoder = dir + "/fashion_autoencoder";
+    TempDir data, scratch, out;
+    auto expect = [&](const std::string& exe, const std::string& message, std::vector<std::string> args) {
+        args.insert(args.end(), {"--data", data.path().string(), "--threads", "1"});
+        const CommandResult r = run_program(exe, args, scratch);
+        INFO(exe << ": " << r.err);
+        CHECK(r.exit_code == 1);
+        CHECK_THAT(r.err, Catch::StartsWith("error: ") && Catch::Contains(message));
+        CHECK(r.out.find("epoch 1/1") == std::string::npos);  // nothing trained
+    };
+    write_dataset(data.path(), 0, 20);  // no training image: 0 steps, then exit 0 before
+    expect(classifier, "the training set gives no batch", {"--out", out / "a"});
+    write_dataset(data.path(), 64, 0);  // no test image: test_accuracy=-nan before
+    expect(classifier, "the test set is empty", {"--out", out / "b"});
+    write_dataset(data.path(), 64, 10);  // the picture needs 16: trained fully, then failed before
+    expect(autoencoder, "the test set has 10 images, fewer than the 16 it draws", {"--out", out / "c"});
+    write_dataset(data.path(), 64, 20);
+    std::filesystem::create_directories(std::filesystem::path(out / "d") / "fashion_classifier_steps.csv");  // cannot be created as a file
+    expect(classifier, "cannot write the step log", {"--out", out / "d"});
+}
+#endif

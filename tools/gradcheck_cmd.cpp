@@ -11,6 +11,7 @@
 #include "tapegrad/autograd/conv.hpp"
 #include "tapegrad/autograd/gradcheck.hpp"
 #include "tapegrad/spec/case_file.hpp"
+#include "tapegrad/spec/run_case.hpp"
 
 namespace tg {
 
@@ -38,9 +39,22 @@ int cmd_gradcheck(const std::string& path, double work_limit) {
     // Two runs of the op per checked element and input, about three ops per second-order
     // evaluation, and a few more for the adjoint and precision rows.
     const double runs = 2.0 * kMaxElements * 3 + 6.0 * kMaxElementsSecond * 4 + 20;
-    if (r.geom.macs() * runs > work_limit)
-        fail("work", r.name, ": gradcheck needs about ", r.geom.macs() * runs, " multiply-adds (", runs,
-             " runs of an op of ", r.geom.macs(), "), over the work limit of ", work_limit, " (raise it with --work-limit)");
+    // A run also writes its whole f64 result (and reads its inputs): a mostly zero-filled
+    // result (a huge output_padding, dilation or output_shape) costs time and memory with few
+    // multiply-adds. A pass over an element counts as kElementCost multiply-adds (memory is
+    // that much slower than an FMA slot), and the result must fit run's size limit.
+    constexpr double kElementCost = 16;
+    double elements = 1;
+    for (std::int64_t d : r.result_shape) elements *= static_cast<double>(d);
+    for (const InputInfo& t : case_inputs) elements += static_cast<double>(shape_numel(t.shape));
+    if (elements * 8 > static_cast<double>(kMaxResultBytes))
+        fail("work", r.name, ": gradcheck would hold ", elements, " f64 elements per run (the result ",
+             shape_str(r.result_shape), "), over the limit of ", kMaxResultBytes, " bytes");
+    const double per_run = std::max(r.geom.macs(), kElementCost * elements);
+    if (per_run * runs > work_limit)
+        fail("work", r.name, ": gradcheck needs about ", per_run * runs, " operations (", runs, " runs of an op of ",
+             r.geom.macs(), " multiply-adds over ", elements, " elements), over the work limit of ", work_limit,
+             " (raise it with --work-limit)");
 
     std::mt19937_64 rng(0);
     std::vector<Tensor> x;
