@@ -11,7 +11,7 @@
 
 namespace tg {
 
-constexpr int kMaxD = 12;
+constexpr int kMaxD = kMaxSpatialAxes;
 
 // Per-axis numbers of the geometry in a form the inner loops can index quickly.
 struct Axes {

@@ -30,6 +30,8 @@ std::string input_desc(const ConvParams& p) {
 ConvGeometry base(const ConvParams& p, bool transposed, const std::string& op) {
     const std::size_t D = p.kernel.size();
     if (D == 0) fail("kernel", op, ": the kernel needs at least one spatial axis");
+    if (D > static_cast<std::size_t>(kMaxSpatialAxes))
+        fail("kernel", op, ": the kernel has ", D, " spatial axes, at most ", kMaxSpatialAxes, " are supported");
     if (p.in_size.size() != D)
         fail("in_size", op, ": the input has ", p.in_size.size(), " spatial axes, the kernel ", shape_str(p.kernel), " has ", D);
     if (p.N < 0) fail("N", op, ": batch size N=", p.N, " must be >= 0", input_desc(p));

@@ -38,6 +38,10 @@ struct ConvParams {
     Layout layout = Layout::NCX;
 };
 
+// The most spatial axes a convolution may have: the kernels keep per-axis arrays of this
+// size (ops/conv_axes.hpp). Every geometry constructor refuses more.
+inline constexpr int kMaxSpatialAxes = 12;
+
 struct ConvGeometry {
     std::int64_t N = 0, G = 1, Ig = 0, Og = 0;
     Shape kernel, stride, dilation, pad_begin;  // one entry per spatial axis

@@ -137,3 +137,23 @@ TEST_CASE("the trainers refuse empty or too small datasets and an unwritable ste
     expect(classifier, "cannot write the step log", {"--out", out / "d"});
 }
 #endif
+
+TEST_CASE("more spatial axes than the kernels support are refused where a geometry is made", "[reliability]") {
+    const std::int64_t D = kMaxSpatialAxes + 1;
+    ConvParams p;
+    p.C_in = 1;
+    p.C_out = 1;
+    p.in_size = Shape(static_cast<std::size_t>(D), 1);
+    p.kernel = Shape(static_cast<std::size_t>(D), 1);
+    CHECK_THROWS_WITH(ConvGeometry::forward(p), Catch::Contains("the kernel has 13 spatial axes, at most 12 are supported"));
+    // bench read 13 to 16 axes from a shape file, then failed every op
+    TempDir dir;
+    const std::string ones = "[1,1,1,1,1,1,1,1,1,1,1,1,1]", zeros = "[0,0,0,0,0,0,0,0,0,0,0,0,0]";
+    write_bytes(dir / "shapes.json", R"({"shapes": [{"name": "d13", "dims": 13, "N": 1, "C_in": 1, "C_out": 1, "groups": 1,
+        "input": )" + ones + R"(, "kernel": )" + ones + R"(, "strides": )" + ones + R"(, "pads_begin": )" + zeros +
+                                         R"(, "pads_end": )" + zeros + R"(, "dilations": )" + ones + R"(, "output_padding": )" +
+                                         zeros + "}]}");
+    const CommandResult r = run_tapegrad({"bench", "--shapes", dir / "shapes.json"}, dir);
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.err, Catch::StartsWith("error: ") && Catch::Contains("more spatial axes than the kernels support (12)"));
+}

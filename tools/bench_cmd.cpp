@@ -190,7 +190,8 @@ BenchShape read_shape(const json& s, std::size_t index, const Options& o) {
     BenchShape b;
     b.name = name;
     const std::int64_t dims = need_int(s, name, "dims", 1);
-    if (dims > 16) fail("dims", "shape '", name, "': key 'dims' is ", dims, ", more spatial axes than supported (16)");
+    if (dims > kMaxSpatialAxes)
+        fail("dims", "shape '", name, "': key 'dims' is ", dims, ", more spatial axes than the kernels support (", kMaxSpatialAxes, ")");
     const auto D = static_cast<std::size_t>(dims);
     const std::int64_t N = need_int(s, name, "N", 1);
     const std::int64_t C_in = need_int(s, name, "C_in", 1), C_out = need_int(s, name, "C_out", 1);
