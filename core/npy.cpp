@@ -7,6 +7,7 @@
 #include <sstream>
 #include <vector>
 
+#include "tapegrad/core/atomic_file.hpp"
 #include "tapegrad/core/convert.hpp"
 
 #include <sys/stat.h>
@@ -301,11 +302,7 @@ void emit_npy(const Tensor& tensor, const std::string& key, Sink&& sink) {
 // Writes the .npy bytes of `tensor` to a new temporary file beside `path` and returns its name.
 std::string write_temp(const std::string& path, const Tensor& tensor, const std::string& key) {
     check_output_target(path, key);
-    std::string tmp = path + ".tmp.XXXXXX";
-    const int fd = ::mkstemp(tmp.data());  // a fresh name, created exclusively
-    if (fd < 0) fail(key, "cannot write '", path, "' (cannot create a temporary file beside it)");
-    ::fchmod(fd, 0644);
-    ::close(fd);
+    const std::string tmp = create_temp_beside(path, key);
     try {
         std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
         emit_npy(tensor, key, [&](const char* p, std::size_t n) { out.write(p, static_cast<std::streamsize>(n)); });
@@ -337,8 +334,7 @@ void NpyWriteSet::stage(const std::string& path, const Tensor& t, const std::str
 void NpyWriteSet::commit() {
     for (std::size_t i = 0; i < staged_.size(); ++i) {
         const auto& [path, tmp] = staged_[i];
-        if (std::rename(tmp.c_str(), path.c_str()) != 0)
-            fail("output", "cannot move the finished file into place at '", path, "'");
+        move_into_place(tmp, path, "output");
         staged_[i].second.clear();
     }
     staged_.clear();

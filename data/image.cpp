@@ -1,5 +1,7 @@
 #include "tapegrad/data/image.hpp"
 
+#include "tapegrad/core/atomic_file.hpp"
+
 #include <png.h>
 
 #include <algorithm>
@@ -16,9 +18,12 @@ namespace {
 // Writes 8-bit grey (channels 1) or RGB (channels 3) pixels, row-major, to a temporary name
 // and renames it into place.
 void write_png(const std::string& path, int width, int height, int channels, const std::vector<unsigned char>& px) {
-    const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+    const std::string tmp = create_temp_beside(path, "path");
     std::FILE* f = std::fopen(tmp.c_str(), "wb");
-    if (!f) fail("path", "cannot write '", path, "'");
+    if (!f) {
+        std::remove(tmp.c_str());
+        fail("path", "cannot write '", path, "'");
+    }
     png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
     png_infop info = png ? png_create_info_struct(png) : nullptr;
     if (!png || !info || setjmp(png_jmpbuf(png))) {
@@ -35,10 +40,11 @@ void write_png(const std::string& path, int width, int height, int channels, con
     for (std::int64_t y = 0; y < height; ++y) png_write_row(png, px.data() + static_cast<std::size_t>(y) * width * channels);
     png_write_end(png, nullptr);
     png_destroy_write_struct(&png, &info);
-    if (std::fclose(f) != 0 || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    if (std::fclose(f) != 0) {
         std::remove(tmp.c_str());
         fail("path", "cannot finish writing '", path, "'");
     }
+    move_into_place(tmp, path, "path");
 }
 
 }  // namespace

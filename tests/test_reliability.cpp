@@ -6,7 +6,10 @@
 
 #include <filesystem>
 
+#include <sys/stat.h>
+
 #include "support_files.hpp"
+#include "tapegrad/data/image.hpp"
 #include "tapegrad/tapegrad.hpp"
 
 using namespace tg;
@@ -156,4 +159,24 @@ TEST_CASE("more spatial axes than the kernels support are refused where a geomet
     const CommandResult r = run_tapegrad({"bench", "--shapes", dir / "shapes.json"}, dir);
     CHECK(r.exit_code == 1);
     CHECK_THAT(r.err, Catch::StartsWith("error: ") && Catch::Contains("more spatial axes than the kernels support (12)"));
+}
+
+TEST_CASE(".npy and PNG outputs keep the mode of the file they replace, and honour the umask for new files", "[reliability]") {
+    TempDir dir;
+    const std::string kept = dir / "kept.npy", fresh = dir / "fresh.npy", png = dir / "fresh.png";
+    write_npy(kept, Tensor::zeros({2}));
+    ::chmod(kept.c_str(), 0600);
+    write_npy(kept, Tensor::full({2}, 1.0));  // replacing a private file must not make it world-readable (it became 0644)
+    struct stat st {};
+    REQUIRE(::stat(kept.c_str(), &st) == 0);
+    CHECK((st.st_mode & 0777) == 0600);
+    CHECK(read_npy(kept, "kept").values() == std::vector<double>{1, 1});
+    const mode_t old = ::umask(027);
+    write_npy(fresh, Tensor::zeros({2}));
+    write_png_grid(png, Tensor::zeros({1, 4, 4}), 1, 1);
+    ::umask(old);
+    REQUIRE(::stat(fresh.c_str(), &st) == 0);
+    CHECK((st.st_mode & 0777) == 0640);
+    REQUIRE(::stat(png.c_str(), &st) == 0);
+    CHECK((st.st_mode & 0777) == 0640);
 }
