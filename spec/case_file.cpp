@@ -184,7 +184,7 @@ CaseFile read_case(const std::string& path) {
     std::vector<std::pair<std::string, std::string>> outs{{"output", c.output}};
     for (std::size_t i = 0; i < c.grad_inputs.size(); ++i)
         if (c.grad_inputs[i]) outs.emplace_back("grad_inputs[" + std::to_string(i) + "]", *c.grad_inputs[i]);
-    std::vector<std::pair<std::string, std::string>> reads;
+    std::vector<std::pair<std::string, std::string>> reads{{"the case file", path}};
     for (std::size_t i = 0; i < c.inputs.size(); ++i)
         if (!c.inputs[i].path.empty()) reads.emplace_back("inputs[" + std::to_string(i) + "]", c.inputs[i].path);
     if (c.grad_output) reads.emplace_back("grad_output", *c.grad_output);

@@ -47,6 +47,14 @@ TEST_CASE("cli files: the same file under two spellings is one output", "[cli][f
     CHECK_FALSE(std::filesystem::exists(c.dir / "out.npy"));
 }
 
+TEST_CASE("cli files: an output may not replace the case file it was read from", "[cli][files]") {
+    Case c;
+    const CommandResult r = c.run(R"("output": "./case.json")");  // it wrote its result over the case file
+    CHECK(one_error_line(r));
+    CHECK_THAT(r.err, Catch::Contains("is the same file as the case file") && Catch::Contains("may not replace an input"));
+    CHECK_THAT(read_text(c.dir / "case.json"), Catch::StartsWith("{"));  // still the case file
+}
+
 TEST_CASE("cli files: an output may not replace an input, even through a hard link", "[cli][files]") {
     Case c;
     const std::string before = read_text(c.dir / "filter.npy");
