@@ -166,7 +166,10 @@ int main(int argc, char** argv) try {
 
     // The picture, one row each: the targets, step 0, step 10, the trained generator.
     const std::string png = (out_dir / "dcgan_block.png").string();
-    write_png_grid(png, cat(rows, 0), kImages, 4);
+    GridOptions grid;
+    grid.cols = kImages, grid.zoom = 4, grid.title = "dcgan_block: what each latent draws";
+    grid.row_labels = {"targets", "step 0", "step 10", "trained"};
+    write_png_grid(png, cat(rows, 0), grid);
     std::printf("picture: %s (rows: targets, step 0, step 10, trained)\n", png.c_str());
     std::printf("every claim holds\n");
     return 0;

@@ -102,7 +102,11 @@ int main(int argc, char** argv) try {
     const std::vector<double> r = ag::sigmoid(model(ag::constant(shown))).value().values();
     both.insert(both.end(), r.begin(), r.end());
     const std::string png = example::out_path(a, "fashion_autoencoder.png");
-    write_png_grid(png, Tensor::from({32, 28, 28}, both, DType::f32), 8, 3);
+    GridOptions grid;
+    grid.cols = 8, grid.zoom = 3;
+    grid.title = "fashion_autoencoder: 16 test images and their reconstructions";
+    grid.row_labels = {"test 1-8", "test 9-16", "decoded 1-8", "decoded 9-16"};
+    write_png_grid(png, Tensor::from({32, 28, 28}, both, DType::f32), grid);
     std::printf("wrote %s (rows 1-2: test images, rows 3-4: reconstructions)\n", png.c_str());
     std::printf("test_bce=%.6f test_mse=%.6f\n", e.loss, e.metric);
     return 0;

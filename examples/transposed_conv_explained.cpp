@@ -182,7 +182,10 @@ void which_inputs_feed_which_outputs(const std::filesystem::path& out_dir) {
                 t[(n * kH.out() * cell + py) * kW.out() * cell + px] = v;
             }
     const std::string png = (out_dir / "transposed_conv_footprints.png").string();
-    write_png_grid(png, tiles, kW.in, 1);
+    GridOptions grid;
+    grid.cols = kW.in, grid.zoom = 1, grid.title = "which outputs each input feeds (row x_h, column x_w)";
+    for (int xh = 0; xh < kH.in; ++xh) grid.row_labels.push_back("x_h = " + std::to_string(xh));
+    write_png_grid(png, tiles, grid);
     std::printf("   picture: %s (tile (x_h, x_w): black = fed by that input, grey = by others, white = by none)\n\n",
                 png.c_str());
 }

@@ -3,7 +3,7 @@
 # apt-get as root, through sudo otherwise. Nothing is downloaded outside Debian's archive.
 set -euo pipefail
 pkgs=(g++ cmake pkg-config make libxtensor-dev libxsimd-dev xtl-dev libopenblas-dev libopenblas-openmp-dev catch2
-      nlohmann-json3-dev libcli11-dev zlib1g-dev libpng-dev dataset-fashion-mnist python3 libopenmpi-dev openmpi-bin)
+      nlohmann-json3-dev libcli11-dev zlib1g-dev libcairo2-dev fonts-dejavu-core dataset-fashion-mnist python3 libopenmpi-dev openmpi-bin)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

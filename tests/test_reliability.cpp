@@ -173,7 +173,7 @@ TEST_CASE(".npy and PNG outputs keep the mode of the file they replace, and hono
     CHECK(read_npy(kept, "kept").values() == std::vector<double>{1, 1});
     const mode_t old = ::umask(027);
     write_npy(fresh, Tensor::zeros({2}));
-    write_png_grid(png, Tensor::zeros({1, 4, 4}), 1, 1);
+    write_png_grid(png, Tensor::zeros({1, 4, 4}), GridOptions{1, 1, "", {}});
     ::umask(old);
     REQUIRE(::stat(fresh.c_str(), &st) == 0);
     CHECK((st.st_mode & 0777) == 0640);
