@@ -7,7 +7,6 @@
 // Each op runs until --min-time seconds have passed (at least 5 times); the figure is the
 // median wall time of one call, and GB/s counts the bytes the op must read and write once
 // (an element read or written = 4 bytes), so bandwidth-bound ops can be set against `copy`.
-#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -20,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/options.hpp"
 #include "tapegrad/tapegrad.hpp"
 
 namespace {
@@ -55,17 +55,17 @@ int main(int argc, char** argv) {
     int threads = 1;
     double min_time = 0.3;
     bool as_json = false;
-    CLI::App app{"Times tapegrad's eager tensor ops on 16 MiB f32 tensors against the copy bandwidth"};
+    CLI::App app{"Times tapegrad's eager tensor ops on 16 MiB f32 tensors against the copy bandwidth", "eager_bench"};
     app.add_option("--op", only, "ops to time (default: all)")
-        ->check(CLI::IsMember({"copy", "add", "add_bcast", "exp", "sum_all", "sum_last", "argmax_last",
-                               "transpose_copy"}));
-    app.add_option("--threads", threads, "threads")->check(CLI::Range(1, 256));
-    app.add_option("--min-time", min_time, "seconds per op")->check(CLI::Range(0.0, 60.0));
+        ->check(cli::one_of({"copy", "add", "add_bcast", "exp", "sum_all", "sum_last", "argmax_last", "transpose_copy"}));
+    app.add_option("--threads", threads, "threads")->check(cli::integer(1, kMaxThreads));
+    app.add_option("--min-time", min_time, "seconds per op")->check(cli::number(0, 60));
     app.add_flag("--json", as_json, "one JSON object per line");
     try {
-        app.parse(argc, argv);
-    } catch (const CLI::ParseError& e) {
-        return app.exit(e);
+        if (!cli::parse(app, argc, argv)) return 0;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "error: %s\n", e.what());
+        return 1;
     }
     try {
         set_num_threads(threads);

@@ -2,17 +2,22 @@
 // (no memory traffic), timed on the thread's CPU clock, at each instruction set the CPU has
 // (core/simd.hpp). It is the yardstick for the conv and GEMM figures in bench/RESULTS.md: a
 // GEMM-bound layer cannot run faster than this, whatever the library.
-//     build/release/fma_peak [seconds per set, default 1]
+//     build/release/fma_peak [--seconds S]   (S per instruction set, default 1)
 #include <cstdio>
 #include <cstdlib>
 
+#include "cli/options.hpp"
 #include "fma_peak_kernel.hpp"
 #include "tapegrad/core/simd.hpp"
 
 int main(int argc, char** argv) {
-    const double seconds = argc > 1 ? std::atof(argv[1]) : 1.0;
-    if (!(seconds > 0) || seconds > 60) {
-        std::fprintf(stderr, "error: seconds per set must be a number in (0, 60], got '%s'\n", argv[1]);
+    double seconds = 1.0;
+    CLI::App app{"The FMA throughput ceiling of one core at each instruction set the CPU has", "fma_peak"};
+    app.add_option("--seconds", seconds, "seconds per instruction set")->type_name("S")->capture_default_str()->check(tg::cli::number(0.001, 60));
+    try {
+        if (!tg::cli::parse(app, argc, argv)) return 0;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "error: %s\n", e.what());
         return 1;
     }
     for (tg::simd::Isa isa : tg::simd::available()) {

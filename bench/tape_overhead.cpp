@@ -6,7 +6,6 @@
 //   backward = backward pass / ops           replaying the tape (each step runs the op's backward)
 //
 //     build/release/tape_overhead [--ops 1000] [--reps 200] [--json]
-#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -15,6 +14,7 @@
 #include <iostream>
 #include <vector>
 
+#include "cli/options.hpp"
 #include "tapegrad/tapegrad.hpp"
 
 namespace {
@@ -50,14 +50,15 @@ ag::Variable chain(const ag::Variable& x, const ag::Variable& c, int ops) {
 int main(int argc, char** argv) {
     int ops = 1000, reps = 200;
     bool as_json = false;
-    CLI::App app{"Times the tape's own cost per recorded op on a chain of element-wise ops"};
-    app.add_option("--ops", ops, "ops per chain")->check(CLI::Range(3, 1000000));
-    app.add_option("--reps", reps, "chains timed (the median is reported)")->check(CLI::Range(3, 100000));
+    CLI::App app{"Times the tape's own cost per recorded op on a chain of element-wise ops", "tape_overhead"};
+    app.add_option("--ops", ops, "ops per chain")->check(cli::integer(3, 1000000));
+    app.add_option("--reps", reps, "chains timed (the median is reported)")->check(cli::integer(3, 100000));
     app.add_flag("--json", as_json, "one JSON object");
     try {
-        app.parse(argc, argv);
-    } catch (const CLI::ParseError& e) {
-        return app.exit(e);
+        if (!cli::parse(app, argc, argv)) return 0;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "error: %s\n", e.what());
+        return 1;
     }
     try {
         set_num_threads(1);

@@ -2,7 +2,8 @@
 // loss history and its plot, and checkpoints that resume exactly. Header-only: every
 // examples/*.cpp is its own program.
 //
-// Options (every example takes all of them; defaults per example):
+// Options (every example takes all of them; defaults per example; CLI11 through
+// cli/options.hpp, so `--opt value` and `--opt=value`):
 //   --help  --data DIR  --epochs N  --limit N  --batch N  --threads N  --seed N  --out DIR  --resume CKPT_DIR
 // and, where the program says so (Program), --dropout P and --distributed (data parallelism
 // over MPI: examples/distributed.hpp).
@@ -32,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/options.hpp"
 #include "tapegrad/core/blas.hpp"
 #include "tapegrad/core/error.hpp"
 #include "tapegrad/core/random.hpp"
@@ -65,26 +67,6 @@ struct Program {
     bool distributed = false;  // whether it takes --distributed
 };
 
-// A whole decimal integer in [lo, hi]; anything else is an error naming the option.
-inline std::int64_t parse_int(const std::string& opt, const std::string& v, std::int64_t lo, std::int64_t hi) {
-    std::int64_t x = 0;
-    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
-    if (ec == std::errc::result_out_of_range || (ec == std::errc() && end == v.data() + v.size() && (x < lo || x > hi)))
-        fail(opt, "option ", opt, " is '", v, "', must be from ", lo, " to ", hi);
-    if (ec != std::errc() || end != v.data() + v.size() || v.empty())
-        fail(opt, "option ", opt, ": '", v, "' is not an integer");
-    return x;
-}
-
-// A number in [0, 1]; anything else is an error naming the option.
-inline double parse_probability(const std::string& opt, const std::string& v) {
-    char* end = nullptr;
-    const double x = std::strtod(v.c_str(), &end);
-    if (v.empty() || end != v.c_str() + v.size() || !(x >= 0 && x <= 1))
-        fail(opt, "option ", opt, " is '", v, "', must be a number from 0 to 1");
-    return x;
-}
-
 inline Options defaults(const Program& p) {
     Options o;
     o.epochs = p.epochs;
@@ -93,60 +75,34 @@ inline Options defaults(const Program& p) {
     return o;
 }
 
-inline std::string usage(const Program& p) {
-    const Options d = defaults(p);
-    std::ostringstream u;
-    u << "usage: " << p.name << " [--data DIR] [--epochs N] [--limit N] [--batch N] [--threads N] [--seed N]\n"
-      << std::string(8 + std::string(p.name).size(), ' ') << "[--out DIR] [--resume CKPT_DIR]"
-      << (p.dropout >= 0 ? " [--dropout P]" : "") << (p.distributed ? " [--distributed]" : "") << "\n"
-      << p.summary << "\n"
-      << "  --data DIR       Fashion-MNIST folder (default " << d.data << ")\n"
-      << "  --epochs N       passes over the training images (default " << d.epochs << ")\n"
-      << "  --limit N        train on the first N training images only (default: all 60000)\n"
-      << "  --batch N        images per step (default " << d.batch << ")\n"
-      << "  --threads N      threads (default: the core count, or TAPEGRAD_NUM_THREADS)\n"
-      << "  --seed N         the seed of the initial weights, the data order and dropout (default " << d.seed << ")\n"
-      << "  --out DIR        where every file goes: pictures, loss curve, checkpoints (default " << d.out << "/)\n"
-      << "  --resume DIR     continue from the checkpoint folder DIR (same --data, --limit, --batch, --seed;\n"
-      << "                   the same --threads for bit-identical results) up to --epochs, saving there\n";
-    if (p.dropout >= 0) u << "  --dropout P      the dropout probability (default " << d.dropout << ")\n";
-    if (p.distributed)
-        u << "  --distributed    one process of a data-parallel run: mpirun -np R " << p.name << " --distributed\n"
-          << "                   trains on R shares of every batch (--batch images each) and prints from rank 0\n";
-    u << "Same options and threads give the same numbers bit for bit. The last line on stdout is the result.\n";
-    return u.str();
-}
-
+// The command line (cli/options.hpp: CLI11); --help prints the options and exits 0, a
+// mistake throws an error naming the option.
 inline Options parse_options(int argc, char** argv, const Program& p) {
     Options a = defaults(p);
-    for (int i = 1; i < argc; ++i) {
-        const std::string k = argv[i];
-        if (k == "--help" || k == "-h") {
-            std::fputs(usage(p).c_str(), stdout);
-            std::exit(0);
-        }
-        if (k == "--distributed" && p.distributed) {
-            a.distributed = true;
-            continue;
-        }
-        const bool known = k == "--data" || k == "--epochs" || k == "--limit" || k == "--batch" || k == "--threads" ||
-                           k == "--seed" || k == "--out" || k == "--resume" || (k == "--dropout" && p.dropout >= 0);
-        if (!known) fail(k, "unknown option '", k, "' (", p.name, " --help lists the options)");
-        if (i + 1 >= argc) fail(k, "option ", k, " needs a value");
-        const std::string v = argv[++i];
-        if (k == "--data") a.data = v;
-        else if (k == "--epochs") a.epochs = static_cast<int>(parse_int(k, v, 1, 100000));
-        else if (k == "--limit") a.limit = parse_int(k, v, 0, std::int64_t{1} << 40);
-        else if (k == "--batch") a.batch = parse_int(k, v, 1, 1000000);
-        else if (k == "--threads") a.threads = static_cast<int>(parse_int(k, v, 1, kMaxThreads));
-        else if (k == "--seed") a.seed = static_cast<std::uint64_t>(parse_int(k, v, 0, std::int64_t{1} << 62));
-        else if (k == "--resume") a.resume = v;
-        else if (k == "--dropout") a.dropout = parse_probability(k, v);
-        else {
-            if (v.empty()) fail(k, "option --out needs a folder name");
-            a.out = v;
-        }
-    }
+    CLI::App app{p.summary, p.name};
+    app.add_option("--data", a.data, "Fashion-MNIST folder")->type_name("DIR")->capture_default_str()->check(cli::non_empty);
+    app.add_option("--epochs", a.epochs, "passes over the training images")->capture_default_str()->check(cli::integer(1, 100000));
+    app.add_option("--limit", a.limit, "train on the first N training images only (0: all 60000)")
+        ->capture_default_str()->check(cli::integer(0, std::int64_t{1} << 40));
+    app.add_option("--batch", a.batch, "images per step")->capture_default_str()->check(cli::integer(1, 1000000));
+    app.add_option("--threads", a.threads, "threads (default: the core count, or TAPEGRAD_NUM_THREADS)")
+        ->check(cli::integer(1, kMaxThreads));
+    app.add_option("--seed", a.seed, "the seed of the initial weights, the data order and dropout")
+        ->capture_default_str()->check(cli::integer(0, std::int64_t{1} << 62));
+    app.add_option("--out", a.out, "where every file goes: pictures, loss curve, steps.csv, checkpoints")
+        ->type_name("DIR")->capture_default_str()->check(cli::non_empty);
+    app.add_option("--resume", a.resume,
+                   "continue from the checkpoint folder DIR (same --data, --limit, --batch, --seed; the same --threads "
+                   "for bit-identical results) up to --epochs, saving there")
+        ->type_name("DIR")->check(cli::non_empty);
+    if (p.dropout >= 0)
+        app.add_option("--dropout", a.dropout, "the dropout probability")->capture_default_str()->check(cli::number(0, 1));
+    if (p.distributed)
+        app.add_flag("--distributed", a.distributed,
+                     std::string("one process of a data-parallel run (mpirun -np R ") + p.name +
+                         " --distributed): trains on R shares of every batch and prints from rank 0");
+    app.footer("Same options and threads give the same numbers bit for bit. The last line on stdout is the result.");
+    if (!cli::parse(app, argc, argv)) std::exit(0);
     if (a.threads > 0) set_num_threads(a.threads);
     std::error_code ec;
     std::filesystem::create_directories(a.out, ec);
@@ -345,7 +301,11 @@ inline int resume(nn::Module& model, nn::Optimizer& opt, const Options& a, std::
                     "for bit those of an uninterrupted run\n",
                     info("threads").c_str(), num_threads());
     h.load(c.info);
-    const int done = static_cast<int>(parse_int("epoch", info("epoch"), 0, 100000));
+    int done = -1;
+    const std::string& e = info("epoch");
+    const auto [end, ec] = std::from_chars(e.data(), e.data() + e.size(), done);
+    if (ec != std::errc() || end != e.data() + e.size() || done < 0 || done > 100000)
+        fail("--resume", "checkpoint '", a.resume, "' has epoch '", e, "', not an epoch count from 0 to 100000");
     std::printf("resumed from %s after epoch %d (%lld steps)\n", c.generation.c_str(), done,
                 static_cast<long long>(opt.steps()));
     return done;

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <string>
 
+#include "cli/options.hpp"
 #include "tapegrad/core/error.hpp"
 
 namespace tg::lesson {
@@ -23,21 +24,14 @@ void claim(bool holds, const Parts&... what) {
 // The command line of a lesson that writes pictures: --help, or --out DIR (default out/,
 // created when missing; the lesson writes only there). Returns the folder.
 inline std::filesystem::path parse_out_dir(int argc, char** argv, const char* name, const char* summary) {
-    std::filesystem::path out = "out";
-    for (int i = 1; i < argc; ++i) {
-        const std::string k = argv[i];
-        if (k == "--help" || k == "-h") {
-            std::printf("usage: %s [--out DIR]\n%s\n  --out DIR   where the pictures go (default out/)\n", name, summary);
-            std::exit(0);
-        }
-        if (k != "--out") fail(k, "unknown option '", k, "' (", name, " --help lists the options)");
-        if (i + 1 >= argc || std::string(argv[i + 1]).empty()) fail(k, "option --out needs a folder name");
-        out = argv[++i];
-    }
+    std::string out = "out";
+    CLI::App app{summary, name};
+    app.add_option("--out", out, "where the pictures go")->type_name("DIR")->capture_default_str()->check(cli::non_empty);
+    if (!cli::parse(app, argc, argv)) std::exit(0);
     std::error_code ec;
     std::filesystem::create_directories(out, ec);
     if (ec || !std::filesystem::is_directory(out))
-        fail("--out", "cannot create the output folder '", out.string(), "'", ec ? ": " + ec.message() : std::string());
+        fail("--out", "cannot create the output folder '", out, "'", ec ? ": " + ec.message() : std::string());
     return out;
 }
 

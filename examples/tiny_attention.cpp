@@ -21,7 +21,6 @@
 // It checks what it claims and exits non-zero otherwise: the block passes gradcheck in f64
 // on a tiny instance, and the training loss falls by at least half within the step budget
 // (from the untrained model's to the mean of the last ten steps).
-#include <CLI/CLI.hpp>
 
 #include <chrono>
 #include <cmath>
@@ -119,16 +118,13 @@ int main(int argc, char** argv) try {
     std::string text_path = "/usr/share/common-licenses/GPL-3";
     int steps = 1000, threads = 2;
     std::uint64_t seed = 1;
-    CLI::App app{"Lesson 4: a character-level model with one self-attention block, trained on a real text"};
-    app.add_option("--text", text_path, "the text to learn (default /usr/share/common-licenses/GPL-3)");
-    app.add_option("--steps", steps, "training steps (default 1000)")->check(CLI::Range(10, 100000));
-    app.add_option("--seed", seed, "the seed of the weights and the batches (default 1)");
-    app.add_option("--threads", threads, "threads (default 2)")->check(CLI::Range(1, 64));
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::ParseError& e) {
-        return app.exit(e);
-    }
+    CLI::App app{"Lesson 4: a character-level model with one self-attention block, trained on a real text",
+                 "tiny_attention"};
+    app.add_option("--text", text_path, "the text to learn")->type_name("FILE")->capture_default_str()->check(cli::non_empty);
+    app.add_option("--steps", steps, "training steps")->capture_default_str()->check(cli::integer(10, 100000));
+    app.add_option("--seed", seed, "the seed of the weights and the batches")->capture_default_str()->check(cli::integer(0, std::int64_t{1} << 62));
+    app.add_option("--threads", threads, "threads")->capture_default_str()->check(cli::integer(1, kMaxThreads));
+    if (!cli::parse(app, argc, argv)) return 0;
     set_num_threads(threads);
 
     // 1. The check first: the block's gradients against finite differences, in f64, on a

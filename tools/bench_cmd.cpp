@@ -18,7 +18,6 @@
 // The cache is released before each (shape, op), so one's cache never counts in the next.
 // --min-time is meant for tests and quick checks.
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <ctime>
 #include <cmath>
@@ -33,6 +32,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "commands.hpp"
 #include "tapegrad/core/blas.hpp"
 #include "tapegrad/core/workspace.hpp"
 #include "tapegrad/ops/conv_kernels.hpp"
@@ -45,7 +45,6 @@ namespace {
 using json = nlohmann::json;
 
 const char* const kOps[] = {"fwd", "bwd_data", "bwd_weights", "gemm"};
-const int kDefaultOps = 3;  // "gemm" only when asked for
 
 // Every tensor the benchmark allocates is refused above this size (as `tapegrad run` does).
 constexpr double kMaxTensorBytes = static_cast<double>(std::int64_t{4} << 30);
@@ -66,76 +65,24 @@ struct BenchShape {
     ConvGeometry g;
 };
 
-int parse_count(const std::string& opt, const std::string& v) {
-    int n = 0;
-    const char* end = v.data() + v.size();
-    const auto [p, ec] = std::from_chars(v.data(), end, n);
-    if (v.empty() || ec != std::errc() || p != end || n < 1)
-        fail(opt, "bench: ", opt, " '", v, "' is not an integer >= 1");
-    return n;
-}
-
-Options parse_options(const std::vector<std::string>& args) {
+// What CLI11 checked as text, as the benchmark's settings.
+Options settings(const BenchArgs& a) {
     Options o;
-    for (std::size_t i = 0; i < args.size(); ++i) {
-        const std::string& a = args[i];
-        auto value = [&]() -> const std::string& {
-            if (i + 1 >= args.size()) fail(a, "bench: option ", a, " needs a value");
-            return args[++i];
-        };
-        if (a == "--shapes") {
-            o.shapes_path = value();
-        } else if (a == "--only") {
-            o.only = value();
-            if (o.only.empty()) fail(a, "bench: --only needs a shape name, got ''");
-        } else if (a == "--threads") {
-            o.threads = parse_count(a, value());
-            if (o.threads > kMaxThreads) fail(a, "bench: ", a, " ", o.threads, " is more than ", kMaxThreads, " threads");
-        } else if (a == "--batch") {
-            o.batch = parse_count(a, value());
-        } else if (a == "--ops") {
-            const std::string& v = value();
-            o.ops.clear();
-            std::stringstream ss(v);
-            std::string op;
-            bool any = false;
-            while (std::getline(ss, op, ',')) {
-                any = true;
-                if (std::find(std::begin(kOps), std::end(kOps), op) == std::end(kOps))
-                    fail(a, "bench: --ops '", v, "': unknown op '", op, "' (expected fwd, bwd_data, bwd_weights, gemm)");
-                if (std::find(o.ops.begin(), o.ops.end(), op) == o.ops.end()) o.ops.push_back(op);
-            }
-            if (!any || v.back() == ',') fail(a, "bench: --ops '", v, "' has an empty op name (expected fwd, bwd_data, bwd_weights, gemm)");
-        } else if (a == "--layout") {
-            const std::string& v = value();
-            if (v == "NCX") o.layout = Layout::NCX;
-            else if (v == "NXC") o.layout = Layout::NXC;
-            else fail(a, "bench: --layout '", v, "' is not NCX or NXC");
-        } else if (a == "--dtype") {
-            const std::string& v = value();
-            if (v == "f32") o.dtype = DType::f32;
-            else if (v == "bf16") o.dtype = DType::bf16;
-            else if (v == "f16") o.dtype = DType::f16;
-            else fail(a, "bench: --dtype '", v, "' is not f32, bf16 or f16");
-        } else if (a == "--min-time") {
-            const std::string& v = value();
-            char* end = nullptr;
-            const double t = std::strtod(v.c_str(), &end);
-            if (v.empty() || end != v.c_str() + v.size() || !std::isfinite(t) || t < 0 || t > 3600)
-                fail(a, "bench: --min-time '", v, "' is not a number of seconds in [0, 3600]");
-            o.min_time = t;
-        } else if (a == "--clock") {
-            const std::string& v = value();
-            if (v != "wall" && v != "cpu") fail(a, "bench: --clock '", v, "' is not wall or cpu");
-            o.cpu_clock = v == "cpu";
-        } else if (a == "--json") {
-            o.as_json = true;
-        } else {
-            fail(a, "bench: unknown option '", a, "' (try tapegrad --help)");
-        }
+    o.shapes_path = a.shapes_path, o.only = a.only, o.threads = a.threads, o.batch = a.batch;
+    o.as_json = a.as_json, o.min_time = a.min_time, o.cpu_clock = a.clock == "cpu";
+    if (!a.layout.empty()) o.layout = a.layout == "NXC" ? Layout::NXC : Layout::NCX;
+    o.dtype = a.dtype == "bf16" ? DType::bf16 : a.dtype == "f16" ? DType::f16 : DType::f32;
+    std::stringstream ss(a.ops);
+    std::string op;
+    bool any = false;
+    while (std::getline(ss, op, ',')) {
+        any = true;
+        if (std::find(std::begin(kOps), std::end(kOps), op) == std::end(kOps))
+            fail("--ops", "bench: --ops '", a.ops, "': unknown op '", op, "' (expected fwd, bwd_data, bwd_weights, gemm)");
+        if (std::find(o.ops.begin(), o.ops.end(), op) == o.ops.end()) o.ops.push_back(op);
     }
-    if (o.shapes_path.empty()) fail("--shapes", "bench: --shapes FILE.json is required");
-    if (o.ops.empty()) o.ops.assign(std::begin(kOps), std::begin(kOps) + kDefaultOps);
+    if (!any || a.ops.back() == ',')
+        fail("--ops", "bench: --ops '", a.ops, "' has an empty op name (expected fwd, bwd_data, bwd_weights, gemm)");
     if (o.cpu_clock && o.threads != 1) fail("--clock", "bench: --clock cpu times one thread, so it needs --threads 1");
     return o;
 }
@@ -313,8 +260,40 @@ Timing time_gemm(const ConvGeometry& g, double min_time, bool cpu_clock) {
 
 }  // namespace
 
-int cmd_bench(const std::vector<std::string>& args) {
-    const Options o = parse_options(args);
+CLI::App* add_bench_command(CLI::App& app, BenchArgs& a) {
+    CLI::App* c = app.add_subcommand("bench", "time the convolution kernels on the transposed-convolution shapes of a "
+                                              "shapes file (format: docs/cases.md#tapegrad-bench)");
+    c->add_option("--shapes", a.shapes_path, "the shapes file (the project's: bench/shapes.json)")
+        ->type_name("FILE")->required()->check(cli::non_empty);
+    c->add_option("--ops", a.ops,
+                  "comma-separated, of: bwd_data (the transposed convolution), fwd (the convolution that is its data "
+                  "gradient), bwd_weights (that convolution's filter gradient), gemm (the f32 GEMM in use on the layer's "
+                  "GEMM sizes, one column tile, scaled to the layer: its ceiling)")
+        ->type_name("LIST")->capture_default_str();
+    c->add_option("--threads", a.threads, "threads; default the library's (TAPEGRAD_NUM_THREADS or the cores)")
+        ->check(cli::integer(1, kMaxThreads));
+    c->add_option("--batch", a.batch, "overrides every shape's N")->check(cli::integer(1, 2147483647));
+    c->add_option("--layout", a.layout, "tensor layout; default each shape's \"layout\" key, else NCX")
+        ->check(cli::one_of({"NCX", "NXC"}));
+    c->add_option("--dtype", a.dtype, "element type (inputs uniform in [-1, 1], fixed seed)")
+        ->capture_default_str()->check(cli::one_of({"f32", "bf16", "f16"}));
+    c->add_option("--only", a.only, "only the shape called NAME")->type_name("NAME")->check(cli::non_empty);
+    c->add_flag("--json", a.as_json,
+                "one JSON object per line: shape, op, dtype, layout, threads, batch, median_ms, gflops, extra_bytes");
+    c->add_option("--min-time", a.min_time, "time each (shape, op) for about S seconds (tests use 0.01)")
+        ->type_name("S")->capture_default_str()->check(cli::number(0, 3600));
+    c->add_option("--clock", a.clock,
+                  "time calls on the wall clock, or by CPU time (--threads 1 only; leaves out the time slices other "
+                  "processes take on a shared machine)")
+        ->capture_default_str()->check(cli::one_of({"wall", "cpu"}));
+    c->footer("Per (shape, op): one warm-up call, then at least 3 and at most 1000 calls; the median time, GFLOP/s = "
+              "2*N*C_in*(C_out/groups)*prod(kernel)*prod(input) / time, and extra MiB = the peak of the kernels' "
+              "workspace (temporaries and their cache; not inputs or outputs).");
+    return c;
+}
+
+int cmd_bench(const BenchArgs& args) {
+    const Options o = settings(args);
     const std::vector<BenchShape> shapes = read_shapes(o);
     if (o.threads > 0) set_num_threads(o.threads);
     const int threads = num_threads();

@@ -3,12 +3,12 @@
 // `gradcheck` checks its gradients, `bench` times the convolution kernels on a shapes file
 // (tools/bench_cmd.cpp).
 #include <cstdio>
-#include <cstring>
 #include <iostream>
 #include <string>
 #include <variant>
 #include <vector>
 
+#include "commands.hpp"
 #include "tapegrad/core/blas.hpp"
 #include "tapegrad/core/npy.hpp"
 #include "tapegrad/core/workspace.hpp"
@@ -18,9 +18,6 @@
 #include "tapegrad/spec/run_case.hpp"
 
 namespace tg {
-
-int cmd_gradcheck(const std::string& path, double work_limit);  // tools/gradcheck_cmd.cpp
-int cmd_bench(const std::vector<std::string>& args);  // tools/bench_cmd.cpp
 
 namespace {
 
@@ -131,96 +128,54 @@ int cmd_explain(const std::string& path) {
     return 0;
 }
 
-void usage(std::FILE* f) {
-    std::fprintf(f,
-                 "usage: tapegrad run CASE.json      run one op of a case file and write its outputs\n"
-                 "       tapegrad explain CASE.json  show how padding and the output shape are resolved (reads\n"
-                 "                                     only shapes: .npy headers or {\"shape\": [...]} inputs)\n"
-                 "       tapegrad gradcheck CASE.json  check the op's gradients (finite differences, second\n"
-                 "                                     derivatives, adjoint identity, dtype vs f64) on random inputs\n"
-                 "       tapegrad bench --shapes SHAPES.json [options]\n"
-                 "                                     time the convolution kernels on the transposed-convolution\n"
-                 "                                     shapes of SHAPES.json (format: docs/cases.md#tapegrad-bench)\n"
-                 "\n"
-                 "run, explain and gradcheck options (before or after CASE.json):\n"
-                 "  --memory-limit BYTES  the most memory tensors and workspaces may hold (e.g. 8G, 512M);\n"
-                 "                    default TAPEGRAD_MEMORY_LIMIT, else 3/4 of the physical memory\n"
-                 "  --work-limit N    the most multiply-adds a command may run (default 2e11, about a minute)\n"
-                 "\n"
-                 "bench options:\n"
-                 "  --ops LIST        comma-separated, of: bwd_data (the transposed convolution), fwd (the\n"
-                 "                    convolution that is its data gradient), bwd_weights (that convolution's\n"
-                 "                    filter gradient); default all three. Also: gemm (the f32 GEMM in use\n"
-                 "                    on the layer's GEMM sizes, one column tile, scaled to the layer: its ceiling)\n"
-                 "  --threads N       threads (N >= 1); default the library's (TAPEGRAD_NUM_THREADS or the cores)\n"
-                 "  --batch N         overrides every shape's N (N >= 1)\n"
-                 "  --layout NCX|NXC  tensor layout; default each shape's \"layout\" key, else NCX\n"
-                 "  --dtype f32|bf16|f16  element type (inputs uniform in [-1, 1], fixed seed); default f32\n"
-                 "  --only NAME       only the shape called NAME\n"
-                 "  --json            one JSON object per line: shape, op, dtype, layout, threads, batch,\n"
-                 "                    median_ms, gflops, extra_bytes\n"
-                 "  --min-time S      time each (shape, op) for about S seconds (default 0.3; tests use 0.01)\n"
-                 "  --clock wall|cpu  time calls on the wall clock (default) or by CPU time (--threads 1 only;\n"
-                 "                    leaves out the time slices other processes take on a shared machine)\n"
-                 "Per (shape, op): one warm-up call, then at least 3 and at most 1000 calls; the median time,\n"
-                 "GFLOP/s = 2*N*C_in*(C_out/groups)*prod(kernel)*prod(input) / time, and extra MiB = the peak\n"
-                 "of the kernels' workspace (temporaries and their cache; not inputs or outputs).\n"
-                 "\n"
-                 "Case files, commands and exit codes: docs/cases.md. Op semantics, layouts and padding rules:\n"
-                 "docs/ops.md.\n");
-}
-
 }  // namespace
 }  // namespace tg
 
 int main(int argc, char** argv) {
-    if (argc == 2 && (!std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h"))) {
-        tg::usage(stdout);
-        return 0;
-    }
-    const bool bench = argc >= 2 && !std::strcmp(argv[1], "bench");
-    if (bench && argc == 3 && (!std::strcmp(argv[2], "--help") || !std::strcmp(argv[2], "-h"))) {
-        tg::usage(stdout);
-        return 0;
-    }
-    if (argc < 3) {
-        std::fprintf(stderr, "error: expected a command and a case file (try tapegrad --help)\n");
-        return 1;
-    }
-    const std::string cmd = argv[1];
     try {
+        CLI::App app{"Runs, explains, checks and times the convolution family's ops (docs/cases.md)", "tapegrad"};
+        app.footer("Case files, commands and exit codes: docs/cases.md. Op semantics, layouts and padding rules: docs/ops.md.");
+        // run, explain and gradcheck: tapegrad CMD CASE.json [--memory-limit BYTES] [--work-limit N]
+        std::string path, memory_limit, work_limit;
+        auto case_command = [&](const char* name, const char* what) {
+            CLI::App* c = app.add_subcommand(name, what);
+            c->add_option("CASE", path, "the case file")->type_name("CASE.json")->required()->check(tg::cli::non_empty);
+            c->add_option("--memory-limit", memory_limit,
+                          "the most memory tensors and workspaces may hold (e.g. 8G, 512M); default "
+                          "TAPEGRAD_MEMORY_LIMIT, else 3/4 of the physical memory")
+                ->type_name("BYTES")->check(tg::cli::non_empty);
+            c->add_option("--work-limit", work_limit, "the most multiply-adds a command may run (default 2e11, about a minute)")
+                ->type_name("N")->check(tg::cli::non_empty);
+            return c;
+        };
+        const CLI::App* run = case_command("run", "run one op of a case file and write its outputs");
+        const CLI::App* explain = case_command(
+            "explain", "show how padding and the output shape are resolved (reads only shapes: .npy headers or "
+                       "{\"shape\": [...]} inputs)");
+        case_command(
+            "gradcheck", "check the op's gradients (finite differences, second derivatives, adjoint identity, dtype vs "
+                         "f64) on random inputs");
+        tg::BenchArgs bench_args;
+        const CLI::App* bench = tg::add_bench_command(app, bench_args);
+        if (!tg::cli::parse(app, argc, argv)) return 0;
+        if (app.get_subcommands().empty())
+            tg::fail("command", "expected a command: run, explain, gradcheck or bench (tapegrad --help)");
         // The environment's settings, read now so that a bad value is this command's one
         // error line (the library reads each on first use, whichever op that is).
         (void)tg::num_threads();
         (void)tg::transposed_algo();
-        if (bench) return tg::cmd_bench(std::vector<std::string>(argv + 2, argv + argc));
-        // tapegrad CMD [--memory-limit BYTES] [--work-limit MACS] CASE.json
-        std::string path;
-        double work_limit = tg::kDefaultWorkLimit;  // spec/run_case.hpp
-        for (int i = 2; i < argc; ++i) {
-            const std::string a = argv[i];
-            if (a == "--memory-limit" || a == "--work-limit") {
-                if (i + 1 >= argc) tg::fail(a.substr(2), a, " needs a value");
-                const std::string v = argv[++i];
-                const std::int64_t n = tg::parse_byte_count(v);
-                if (n < 1) tg::fail(a.substr(2), a, " '", v, "' is not a positive count (e.g. 8G, 1000000)");
-                if (a == "--memory-limit") tg::set_memory_limit(n);
-                else work_limit = static_cast<double>(n);
-            } else if (a.size() > 1 && a[0] == '-') {
-                tg::fail("option", "unknown option '", a, "' (try tapegrad --help)");
-            } else if (!path.empty()) {
-                tg::fail("case", "expected one case file, got '", path, "' and '", a, "'");
-            } else {
-                path = a;
-            }
-        }
-        if (path.empty()) tg::fail("case", "expected a case file after '", cmd, "'");
-        if (cmd == "run") return tg::cmd_run(path, work_limit);
-        if (cmd == "explain") return tg::cmd_explain(path);
-        if (cmd == "gradcheck") return tg::cmd_gradcheck(path, work_limit);
-        std::fprintf(stderr, "error: unknown command '%s' (expected run, explain, gradcheck or bench)\n",
-                     tg::clip_message(cmd, 80).c_str());
-        return 1;
+        if (bench->parsed()) return tg::cmd_bench(bench_args);
+        auto count = [](const char* option, const std::string& v) {
+            const std::int64_t n = tg::parse_byte_count(v);
+            if (n < 1) tg::fail(option + 2, option, " '", v, "' is not a positive count (e.g. 8G, 1000000)");
+            return n;
+        };
+        if (!memory_limit.empty()) tg::set_memory_limit(count("--memory-limit", memory_limit));
+        const double limit =  // spec/run_case.hpp
+            work_limit.empty() ? tg::kDefaultWorkLimit : static_cast<double>(count("--work-limit", work_limit));
+        if (run->parsed()) return tg::cmd_run(path, limit);
+        if (explain->parsed()) return tg::cmd_explain(path);
+        return tg::cmd_gradcheck(path, limit);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "%s\n", tg::error_line(e).c_str());
         return 1;
