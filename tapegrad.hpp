@@ -17,6 +17,7 @@
 #include "tapegrad/core/npy.hpp"
 #include "tapegrad/core/random.hpp"
 #include "tapegrad/core/tensor.hpp"
+#include "tapegrad/ops/conv_explain.hpp"
 #include "tapegrad/ops/conv_geometry.hpp"
 #include "tapegrad/ops/index.hpp"
 #include "tapegrad/ops/math.hpp"

@@ -65,6 +65,9 @@ ConvParams params(const ConvOptions& o, const Shape& s, std::int64_t in, std::in
 
 std::int64_t fan(std::int64_t c, const Shape& k) { return c * shape_numel(k); }
 
+// A per-axis option's value on axis a: one entry for every axis, one per axis, or none.
+std::int64_t on_axis(const Shape& v, std::int64_t none, std::size_t a) { return v.empty() ? none : v.size() == 1 ? v[0] : v[a]; }
+
 }  // namespace
 
 // ---- StateDict ----------------------------------------------------------------------------
@@ -343,6 +346,8 @@ ConvGeometry Conv::geometry(const Shape& s) const {
     return ConvGeometry::forward(params(opt_, s, in_, out_), "Conv");
 }
 
+ConvExplanation Conv::explain(const Shape& s) const { return tg::explain(geometry(s)); }
+
 Variable Conv::forward(const Variable& x) {
     const ConvGeometry g = geometry(x.shape());
     return ag::conv(x, ag::reshape(weight, g.weight_shape()), g, bias);
@@ -360,10 +365,8 @@ ConvTranspose::ConvTranspose(std::int64_t in_channels, std::int64_t out_channels
     if (opt_.bias()) bias = register_parameter("bias", uniform({out_}, b, opt_.dtype()));
     // PyTorch's rule for the layer (the spec ops, which allow more, keep their own): an
     // output_padding of max(stride, dilation) or more would add rows no input reaches.
-    const std::size_t D = opt_.kernel().size();
-    auto at = [&](const Shape& v, std::int64_t dflt, std::size_t a) { return v.empty() ? dflt : v.size() == 1 ? v[0] : v[a]; };
-    for (std::size_t a = 0; a < D; ++a) {
-        const std::int64_t op = at(opt_.output_padding(), 0, a), st = at(opt_.stride(), 1, a), di = at(opt_.dilation(), 1, a);
+    for (std::size_t a = 0; a < opt_.kernel().size(); ++a) {
+        const std::int64_t op = on_axis(opt_.output_padding(), 0, a), st = on_axis(opt_.stride(), 1, a), di = on_axis(opt_.dilation(), 1, a);
         if (op >= std::max(st, di))
             fail("output_padding", "ConvTranspose: output_padding ", op, " on axis ", a, " must be smaller than max(stride ", st,
                  ", dilation ", di, ") = ", std::max(st, di));
@@ -375,6 +378,12 @@ ConvGeometry ConvTranspose::geometry(const Shape& s) const {
     ConvParams p = params(opt_, s, in_, out_);
     p.output_padding = opt_.output_padding();
     return ConvGeometry::transposed(p, "ConvTranspose");
+}
+
+ConvExplanation ConvTranspose::explain(const Shape& s) const {
+    ExplainOptions o;
+    for (std::size_t a = 0; a < opt_.kernel().size(); ++a) o.output_padding.push_back(on_axis(opt_.output_padding(), 0, a));
+    return tg::explain(geometry(s), o);
 }
 
 Variable ConvTranspose::forward(const Variable& x) {

@@ -44,6 +44,7 @@
 #include <vector>
 
 #include "tapegrad/autograd/variable.hpp"
+#include "tapegrad/ops/conv_explain.hpp"
 #include "tapegrad/ops/conv_geometry.hpp"
 
 namespace tg::nn {
@@ -235,6 +236,9 @@ public:
     std::string repr() const override;
     // The geometry this layer uses for an input of this shape (shape errors name the layer).
     ConvGeometry geometry(const Shape& input_shape) const;
+    // How the output size comes about for an input of this shape: per axis the numbers,
+    // the arithmetic and the warnings `tapegrad explain` prints (ops/conv_explain.hpp).
+    ConvExplanation explain(const Shape& input_shape) const;
     Conv& to(DType dtype) { Module::to(dtype); return *this; }
     const ConvOptions& options() const { return opt_; }
     Variable weight, bias;
@@ -252,6 +256,7 @@ public:
     Variable forward(const Variable& x) override;
     std::string repr() const override;
     ConvGeometry geometry(const Shape& input_shape) const;
+    ConvExplanation explain(const Shape& input_shape) const;  // as Conv::explain, with output_padding
     ConvTranspose& to(DType dtype) { Module::to(dtype); return *this; }
     const ConvOptions& options() const { return opt_; }
     Variable weight, bias;

@@ -12,6 +12,7 @@
 #include "tapegrad/core/blas.hpp"
 #include "tapegrad/core/npy.hpp"
 #include "tapegrad/core/workspace.hpp"
+#include "tapegrad/ops/conv_explain.hpp"
 #include "tapegrad/ops/conv_kernels.hpp"
 #include "tapegrad/spec/opset.hpp"
 #include "tapegrad/spec/case_file.hpp"
@@ -34,63 +35,6 @@ std::int64_t output_padding_of(const CaseFile& c, std::size_t a) {
     return v && a < v->size() ? (*v)[a] : 0;
 }
 
-// Configurations that are legal but rarely what was meant, per axis, as "warning:" lines.
-std::vector<std::string> explain_warnings(const ResolvedOp& r, const CaseFile& c) {
-    std::vector<std::string> w;
-    const ConvGeometry& g = r.geom;
-    const bool has_op_attr = [&] {
-        for (const char* a : {"openvino ConvolutionBackpropData", "openvino GroupConvolutionBackpropData", "onednn ConvTranspose"})
-            if (r.name == a) return true;
-        return false;
-    }();
-    const bool requested = c.inputs.size() > 2 && r.comp == Computation::ConvT && !r.has_bias;
-    for (int a = 0; a < g.D(); ++a) {
-        const AxisResolution& ar = r.axes[static_cast<std::size_t>(a)];
-        const std::string ax = "axis " + std::to_string(a) + ": ";
-        const std::int64_t s = g.stride[a], op = output_padding_of(c, static_cast<std::size_t>(a));
-        if (op != 0 && !has_op_attr)
-            w.push_back(ax + "output_padding " + std::to_string(op) + " is validated but has no effect for " + r.name +
-                        " (its output size comes from " + (r.comp == Computation::ConvT ? "output_shape" : "the forward rule F") + ")");
-        if (r.comp == Computation::ConvT) {
-            const std::int64_t X = g.out_size[a], Y = ar.out;
-            if (has_op_attr && op >= s)
-                w.push_back(ax + "output_padding " + std::to_string(op) + " >= stride " + std::to_string(s) +
-                            ": ONNX and PyTorch reject this (they require output_padding < stride); here it is legal and "
-                            "lengthens the output by " + std::to_string(op));
-            const std::int64_t zeros = std::min(Y, ar.pb + Y - ar.L);
-            if (zeros > 0) {
-                std::string why;
-                if (requested || r.name == "onednn ConvolutionBackpropData")
-                    why = "the requested output size " + std::to_string(Y) + " runs past L - pb = " + std::to_string(ar.L - ar.pb);
-                else
-                    why = "output_padding " + std::to_string(op) + " > pads_end " + std::to_string(ar.pe);
-                w.push_back(ax + "the last " + std::to_string(zeros) + " output position(s) (t >= L - pb = " +
-                            std::to_string(ar.L - ar.pb) + ") lie past the full transposed length L = " + std::to_string(ar.L) +
-                            ": no input reaches them and they are always 0 (" + why + ")");
-            }
-            if (s > ar.eff && X > 1)
-                w.push_back(ax + "stride " + std::to_string(s) + " > eff " + std::to_string(ar.eff) + ": in every " +
-                            std::to_string(s) + " positions of the full result, " + std::to_string(s - ar.eff) +
-                            " receive no input and are 0");
-        } else {
-            const std::int64_t X = g.in_size[a], Y = ar.out, pb = ar.pb;
-            const std::int64_t first = pb >= ar.eff ? std::min(Y, (pb - ar.eff) / s + 1) : 0;
-            const std::int64_t last = std::max<std::int64_t>(0, Y - std::max(first, ceil_div(X + pb, s)));
-            if (first > 0)
-                w.push_back(ax + "pads_begin " + std::to_string(pb) + " >= eff " + std::to_string(ar.eff) + ": the first " +
-                            std::to_string(first) + " output(s) see only padding (0, or the bias)");
-            if (last > 0)
-                w.push_back(ax + "pads_end " + std::to_string(ar.pe) + " is so large that the last " + std::to_string(last) +
-                            " output(s) see only padding (0, or the bias)");
-            if (s > ar.eff && Y > 1)
-                w.push_back(ax + "stride " + std::to_string(s) + " > eff " + std::to_string(ar.eff) + ": " +
-                            std::to_string(s - ar.eff) + " of every " + std::to_string(s) +
-                            " input positions are never read (their gradient is 0)");
-        }
-    }
-    return w;
-}
-
 int cmd_explain(const std::string& path) {
     const CaseFile c = read_case(path);
     DType dt;
@@ -98,22 +42,42 @@ int cmd_explain(const std::string& path) {
     const ResolvedOp r = resolve_op_info(c.opset, c.op, c.attrs, in);
     const ConvGeometry& g = r.geom;
     const bool convt = r.comp == Computation::ConvT;
+    // The ops whose output_padding is in effect, and those whose output size is requested.
+    const bool op_in_effect = [&] {
+        for (const char* a : {"openvino ConvolutionBackpropData", "openvino GroupConvolutionBackpropData", "onednn ConvTranspose"})
+            if (r.name == a) return true;
+        return false;
+    }();
+    const bool has_op_attr = c.attrs.count("output_padding") > 0;
+    ExplainOptions options;
+    if (convt && op_in_effect && has_op_attr)
+        for (int a = 0; a < g.D(); ++a) options.output_padding.push_back(output_padding_of(c, static_cast<std::size_t>(a)));
+    options.requested_size = convt && ((c.inputs.size() > 2 && !r.has_bias) || r.name == "onednn ConvolutionBackpropData");
+    const ConvExplanation e = explain(g, options);  // ops/conv_explain.hpp: what a C++ user gets too
+
     std::cout << r.name << " (" << (convt ? "CONVT: transposed convolution" : "CONV: forward convolution")
               << "), layout " << (g.layout == Layout::NCX ? "NCX" : "NXC") << ", groups " << g.G << ", dtype "
               << dtype_name(dt) << "\n";
     std::cout << "  data " << shape_str(in[0].shape) << ", filter " << shape_str(in[1].shape) << " -> canonical W "
-              << shape_str(g.weight_shape()) << " [G, O_g, I_g, K...]\n";
+              << shape_str(e.weight) << " [G, O_g, I_g, K...]\n";
     for (int a = 0; a < g.D(); ++a) {
         const AxisResolution& ar = r.axes[static_cast<std::size_t>(a)];
-        std::cout << "  axis " << a << ": rule " << ar.rule << "\n    X " << (convt ? g.out_size[a] : g.in_size[a])
-                  << ", K " << g.kernel[a] << ", s " << g.stride[a] << ", d " << g.dilation[a];
-        if (c.attrs.count("output_padding")) std::cout << ", op " << output_padding_of(c, static_cast<std::size_t>(a));
-        std::cout << "\n    " << ar.formula << "\n    -> pads_begin " << ar.pb << ", pads_end " << ar.pe;
-        if (convt) std::cout << ", full length L " << ar.L;
-        std::cout << ", total padding " << ar.pb + ar.pe << ", output size " << ar.out << "\n";
+        const ConvAxisExplanation& x = e.axes[static_cast<std::size_t>(a)];
+        std::string numbers = x.numbers();
+        if (has_op_attr && !x.has_op) numbers += ", op " + std::to_string(output_padding_of(c, static_cast<std::size_t>(a)));
+        // The spec's rule (auto_pad, output_shape) resolved the pads; the geometry's
+        // arithmetic then gives the same result.
+        std::cout << "  axis " << a << ": rule " << ar.rule << "\n    " << numbers << "\n    " << ar.formula << "\n    -> "
+                  << x.result() << "\n";
     }
     std::cout << "  output shape " << shape_str(r.result_shape) << "\n";
-    for (const std::string& w : explain_warnings(r, c)) std::cout << "warning: " << w << "\n";
+    if (has_op_attr && !op_in_effect)
+        for (int a = 0; a < g.D(); ++a)
+            if (output_padding_of(c, static_cast<std::size_t>(a)) != 0)
+                std::cout << "warning: axis " << a << ": output_padding " << output_padding_of(c, static_cast<std::size_t>(a))
+                      << " is validated but has no effect for " << r.name << " (its output size comes from "
+                      << (convt ? "output_shape" : "the forward rule F") << ")\n";
+    for (const std::string& w : e.warnings) std::cout << "warning: " << w << "\n";
     std::cout << "legend (docs/ops.md#notation):\n"
                  "  CONV, CONVT  forward convolution; transposed convolution (its data gradient)\n"
                  "  G, O_g, I_g  groups; channels per group on the o-side (CONV result, CONVT data) and the i-side\n"
