@@ -1,5 +1,6 @@
-// Catch2 (v2) matchers over the gradient checks, for users' own test suites. Optional:
-// include it only from test code that links Catch2.
+// Catch2 v2 matchers (2.13, as Debian 12 ships; Catch2 v3 renamed the headers and the
+// matcher base class, so these do not compile against it) over the gradient checks, for
+// users' own test suites. Optional: include it only from test code that links Catch2.
 //
 //   #include <tapegrad/autograd/catch_matchers.hpp>
 //   using tg::test::PassesGradcheck;
@@ -8,8 +9,9 @@
 //   CHECK_THAT(f, PassesGradgradcheck({x, w}, {.names = {"x", "w"}}));
 //   CHECK_THAT(f, PassesAdjointCheck({x, w}, /*linear_input=*/0));
 //
-// A failure prints the check's whole report (autograd/gradcheck.hpp): every row with the
-// worst element, the analytic and numeric values, the errors and the tolerance.
+// A failure prints the check's whole report (autograd/gradcheck.hpp): the one-line verdict
+// with the first failing row, then every row with the analytic and numeric values, the
+// error, the tolerance and the worst element, and the legend once.
 #pragma once
 #include <catch2/catch.hpp>
 
@@ -32,7 +34,8 @@ public:
         report_ = check_(f);
         return report_.ok;
     }
-    std::string describe() const override { return what_ + "\n" + report_.table(); }
+    // The verdict first (Catch2 prints it right after the matched object), then the report.
+    std::string describe() const override { return what_ + ": " + report_.table(); }
     const ag::CheckReport& report() const { return report_; }
 
 private:

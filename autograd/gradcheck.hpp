@@ -47,6 +47,8 @@ struct CheckRow {
     Shape index;         // the worst element (empty for an adjoint row)
     double a = 0;        // analytic | ⟨A x, y⟩ | low-precision value
     double b = 0;        // numeric  | ⟨x, Aᵀ y⟩ | f64 value
+    // rel_err = abs_err / |b| (the adjoint: / Σ|terms|), NaN when that is 0; only the
+    // tolerance decides (atol + rtol·|b| for gradcheck and gradgradcheck).
     double abs_err = 0, rel_err = 0, tol = 0;
     bool ok = true;
     std::string note;    // why a row failed, when the numbers alone do not say it
@@ -56,10 +58,15 @@ struct CheckReport {
     bool ok = true;
     std::vector<CheckRow> rows;
     void add(const CheckReport& other);
-    // Every row, aligned, failing rows marked FAIL (with their note), then a legend of what
-    // the two value columns hold for each kind of check.
+    // One line first: "all 7 checks pass", or "2 of 7 checks FAIL; first: <its failure line>".
+    std::string summary() const;
+    // The summary, then every row (under 80 columns, so a test framework's wrapping cannot
+    // break them), a failing row marked FAIL and followed by its worst element (and note),
+    // then once a legend of what the value columns hold for each kind of check.
     std::string table() const;
-    std::string failures() const;  // one line per failing row ("" when ok)
+    // One line per failing row ("" when ok): "gradcheck x at [1, 2]: 0.5 vs 0.25 (|err| 0.25
+    // > tol 0.00026, rel 1)", with "rel -" against a zero reference.
+    std::string failures() const;
 };
 
 CheckReport gradcheck(const Function& f, const std::vector<Tensor>& inputs, const CheckOptions& opt = {});

@@ -12,10 +12,10 @@
 
 int main(int argc, char** argv) {
     double seconds = 1.0;
-    CLI::App app{"The FMA throughput ceiling of one core at each instruction set the CPU has", "fma_peak"};
-    app.add_option("--seconds", seconds, "seconds per instruction set")->type_name("S")->capture_default_str()->check(tg::cli::number(0.001, 60));
+    tg::cli::Parser cl("fma_peak", "The FMA throughput ceiling of one core at each instruction set the CPU has");
+    cl.option("--seconds", seconds, "seconds per instruction set", 0.001, 60).type("S");
     try {
-        if (!tg::cli::parse(app, argc, argv)) return 0;
+        if (!cl.parse(argc, argv)) return 0;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "error: %s\n", e.what());
         return 1;

@@ -50,12 +50,12 @@ ag::Variable chain(const ag::Variable& x, const ag::Variable& c, int ops) {
 int main(int argc, char** argv) {
     int ops = 1000, reps = 200;
     bool as_json = false;
-    CLI::App app{"Times the tape's own cost per recorded op on a chain of element-wise ops", "tape_overhead"};
-    app.add_option("--ops", ops, "ops per chain")->check(cli::integer(3, 1000000));
-    app.add_option("--reps", reps, "chains timed (the median is reported)")->check(cli::integer(3, 100000));
-    app.add_flag("--json", as_json, "one JSON object");
+    cli::Parser cl("tape_overhead", "Times the tape's own cost per recorded op on a chain of element-wise ops");
+    cl.option("--ops", ops, "ops per chain", 3, 1000000);
+    cl.option("--reps", reps, "chains timed (the median is reported)", 3, 100000);
+    cl.flag("--json", as_json, "one JSON object");
     try {
-        if (!cli::parse(app, argc, argv)) return 0;
+        if (!cl.parse(argc, argv)) return 0;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "error: %s\n", e.what());
         return 1;

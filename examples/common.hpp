@@ -79,30 +79,25 @@ inline Options defaults(const Program& p) {
 // mistake throws an error naming the option.
 inline Options parse_options(int argc, char** argv, const Program& p) {
     Options a = defaults(p);
-    CLI::App app{p.summary, p.name};
-    app.add_option("--data", a.data, "Fashion-MNIST folder")->type_name("DIR")->capture_default_str()->check(cli::non_empty);
-    app.add_option("--epochs", a.epochs, "passes over the training images")->capture_default_str()->check(cli::integer(1, 100000));
-    app.add_option("--limit", a.limit, "train on the first N training images only (0: all 60000)")
-        ->capture_default_str()->check(cli::integer(0, std::int64_t{1} << 40));
-    app.add_option("--batch", a.batch, "images per step")->capture_default_str()->check(cli::integer(1, 1000000));
-    app.add_option("--threads", a.threads, "threads (default: the core count, or TAPEGRAD_NUM_THREADS)")
-        ->check(cli::integer(1, kMaxThreads));
-    app.add_option("--seed", a.seed, "the seed of the initial weights, the data order and dropout")
-        ->capture_default_str()->check(cli::integer(0, std::int64_t{1} << 62));
-    app.add_option("--out", a.out, "where every file goes: pictures, loss curve, steps.csv, checkpoints")
-        ->type_name("DIR")->capture_default_str()->check(cli::non_empty);
-    app.add_option("--resume", a.resume,
-                   "continue from the checkpoint folder DIR (same --data, --limit, --batch, --seed; the same --threads "
-                   "for bit-identical results) up to --epochs, saving there")
-        ->type_name("DIR")->check(cli::non_empty);
-    if (p.dropout >= 0)
-        app.add_option("--dropout", a.dropout, "the dropout probability")->capture_default_str()->check(cli::number(0, 1));
+    cli::Parser cl(p.name, p.summary);
+    cl.option("--data", a.data, "Fashion-MNIST folder").type("DIR");
+    cl.option("--epochs", a.epochs, "passes over the training images", 1, 100000);
+    cl.option("--limit", a.limit, "train on the first N training images only (0: all 60000)", 0, std::int64_t{1} << 40);
+    cl.option("--batch", a.batch, "images per step", 1, 1000000);
+    cl.option("--threads", a.threads, "threads (default: the core count, or TAPEGRAD_NUM_THREADS)", 1, kMaxThreads).no_default();
+    cl.option("--seed", a.seed, "the seed of the initial weights, the data order and dropout", 0, std::int64_t{1} << 62);
+    cl.option("--out", a.out, "where every file goes: pictures, loss curve, steps.csv, checkpoints").type("DIR");
+    cl.option("--resume", a.resume,
+              "continue from the checkpoint folder DIR (same --data, --limit, --batch, --seed; the same --threads for "
+              "bit-identical results) up to --epochs, saving there")
+        .type("DIR");
+    if (p.dropout >= 0) cl.option("--dropout", a.dropout, "the dropout probability", 0, 1);
     if (p.distributed)
-        app.add_flag("--distributed", a.distributed,
-                     std::string("one process of a data-parallel run (mpirun -np R ") + p.name +
-                         " --distributed): trains on R shares of every batch and prints from rank 0");
-    app.footer("Same options and threads give the same numbers bit for bit. The last line on stdout is the result.");
-    if (!cli::parse(app, argc, argv)) std::exit(0);
+        cl.flag("--distributed", a.distributed,
+                std::string("one process of a data-parallel run (mpirun -np R ") + p.name +
+                    " --distributed): trains on R shares of every batch and prints from rank 0");
+    cl.footer("Same options and threads give the same numbers bit for bit. The last line on stdout is the result.");
+    if (!cl.parse(argc, argv)) std::exit(0);
     if (a.threads > 0) set_num_threads(a.threads);
     std::error_code ec;
     std::filesystem::create_directories(a.out, ec);

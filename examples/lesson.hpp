@@ -25,9 +25,9 @@ void claim(bool holds, const Parts&... what) {
 // created when missing; the lesson writes only there). Returns the folder.
 inline std::filesystem::path parse_out_dir(int argc, char** argv, const char* name, const char* summary) {
     std::string out = "out";
-    CLI::App app{summary, name};
-    app.add_option("--out", out, "where the pictures go")->type_name("DIR")->capture_default_str()->check(cli::non_empty);
-    if (!cli::parse(app, argc, argv)) std::exit(0);
+    cli::Parser cl(name, summary);
+    cl.option("--out", out, "where the pictures go").type("DIR");
+    if (!cl.parse(argc, argv)) std::exit(0);
     std::error_code ec;
     std::filesystem::create_directories(out, ec);
     if (ec || !std::filesystem::is_directory(out))

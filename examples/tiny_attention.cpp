@@ -118,13 +118,12 @@ int main(int argc, char** argv) try {
     std::string text_path = "/usr/share/common-licenses/GPL-3";
     int steps = 1000, threads = 2;
     std::uint64_t seed = 1;
-    CLI::App app{"Lesson 4: a character-level model with one self-attention block, trained on a real text",
-                 "tiny_attention"};
-    app.add_option("--text", text_path, "the text to learn")->type_name("FILE")->capture_default_str()->check(cli::non_empty);
-    app.add_option("--steps", steps, "training steps")->capture_default_str()->check(cli::integer(10, 100000));
-    app.add_option("--seed", seed, "the seed of the weights and the batches")->capture_default_str()->check(cli::integer(0, std::int64_t{1} << 62));
-    app.add_option("--threads", threads, "threads")->capture_default_str()->check(cli::integer(1, kMaxThreads));
-    if (!cli::parse(app, argc, argv)) return 0;
+    cli::Parser cl("tiny_attention", "Lesson 4: a character-level model with one self-attention block, trained on a real text");
+    cl.option("--text", text_path, "the text to learn").type("FILE");
+    cl.option("--steps", steps, "training steps", 10, 100000);
+    cl.option("--seed", seed, "the seed of the weights and the batches", 0, std::int64_t{1} << 62);
+    cl.option("--threads", threads, "threads", 1, kMaxThreads);
+    if (!cl.parse(argc, argv)) return 0;
     set_num_threads(threads);
 
     // 1. The check first: the block's gradients against finite differences, in f64, on a

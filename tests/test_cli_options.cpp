@@ -20,13 +20,13 @@ struct Parsed {
 };
 Parsed parse(std::vector<std::string> args) {
     Parsed p;
-    CLI::App app{"a test program", "prog"};
-    app.add_option("--count", p.count, "a count")->check(cli::integer(1, 10));
-    app.add_option("--name", p.name, "a name")->check(cli::one_of({"x", "y"}));
+    cli::Parser cl("prog", "a test program");
+    cl.option("--count", p.count, "a count", 1, 10);
+    cl.option("--name", p.name, "a name", {"x", "y"});
     args.insert(args.begin(), "prog");
     std::vector<const char*> argv;
     for (const std::string& a : args) argv.push_back(a.c_str());
-    p.went_on = cli::parse(app, static_cast<int>(argv.size()), argv.data());
+    p.went_on = cl.parse(static_cast<int>(argv.size()), argv.data());
     return p;
 }
 

@@ -3,12 +3,14 @@
 // Plus `tapegrad gradcheck` on a case file.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <sstream>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -213,9 +215,57 @@ TEST_CASE("check_adjoint reports a map that is not linear instead of a bare FAIL
 TEST_CASE("a check report's table has a legend saying what analytic and numeric mean", "[gradcheck]") {
     const Function f = [](const std::vector<Variable>& v) { return v[0] * v[0]; };
     const std::string t = gradcheck(f, {rnd({3}, 25)}).table();
-    CHECK_THAT(t, Catch::Contains("legend:"));
-    CHECK_THAT(t, Catch::Contains("analytic = Jᵀv"));
-    CHECK_THAT(t, Catch::Contains("numeric = central finite differences"));
+    CHECK_THAT(t, Catch::Contains("legend: analytic/numeric = gradcheck, gradgradcheck: the tape's J^T v"));
+    CHECK_THAT(t, Catch::Contains("central differences of <f(x), v> in f64"));
+}
+
+TEST_CASE("a check report, golden: the verdict first, a zero reference, the legend once, 80 columns", "[gradcheck]") {
+    // Hand-made rows (the report's format, not a check): a passing row, a failing one whose
+    // reference is 0, and a failing one with a note.
+    CheckReport r;
+    r.rows.push_back(CheckRow{"gradcheck", "x", 6, 6, {1, 2}, 0.25, 0.25, 1e-12, 4e-12, 1.0025e-05, true, ""});
+    r.rows.push_back(CheckRow{"gradcheck", "weight", 4, 12, {0, 3}, 0.5, 0, 0.5, NAN, 1e-05, false, ""});
+    r.rows.push_back(CheckRow{"linearity", "x", 6, 6, {0, 1}, 2, 1, 1, 1, 1e-13, false, "not linear in input 0 (x)"});
+    r.ok = false;
+    const std::string golden =
+        "2 of 3 checks FAIL; first: gradcheck weight at [0, 3]: 0.5 vs 0 (|err| 0.5 > tol 1e-05, rel -)\n"
+        "check         tensor elements     analytic    numeric    |err|      tol\n"
+        "gradcheck     x 6                     0.25       0.25    1e-12    1e-05  ok\n"
+        "gradcheck     weight 4/12              0.5          0      0.5    1e-05  FAIL\n"
+        "  -> gradcheck weight at [0, 3]: 0.5 vs 0 (|err| 0.5 > tol 1e-05, rel -)\n"
+        "linearity     x 6                        2          1        1    1e-13  FAIL\n"
+        "  -> not linear in input 0 (x)\n"
+        "legend: analytic/numeric = gradcheck, gradgradcheck: the tape's J^T v for a\n"
+        "  random v / central differences of <f(x), v> in f64; adjoint: <A x, y> /\n"
+        "  <x, A^T y>; linearity: f(a*x) or f(x+y) / a*f(x) or f(x)+f(y); \"<dtype> vs\n"
+        "  f64\": the low-precision value / the f64 one. A row passes when |err| <= tol\n"
+        "  (atol + rtol*|numeric| for gradcheck); a failing row names its worst\n"
+        "  element (largest |err|/tol) and rel = |err|/|numeric| (- when numeric is 0).\n";
+    CHECK(r.table() == golden);
+    CHECK(r.summary() == golden.substr(0, golden.find('\n')));
+    CHECK(r.failures() == "gradcheck weight at [0, 3]: 0.5 vs 0 (|err| 0.5 > tol 1e-05, rel -)\n"
+                          "linearity x: not linear in input 0 (x)\n");
+    // Every line of a report fits 80 columns (Catch2 v2 wraps at 80 and counts bytes), but
+    // the one-line verdict and the failure lines that repeat it.
+    std::istringstream lines(golden);
+    for (std::string l; std::getline(lines, l);)
+        if (l.rfind("2 of 3", 0) != 0 && l.rfind("  -> gradcheck", 0) != 0) CHECK(l.size() <= 78);
+
+    // A real zero reference: f(x) = x·c with c = 0 has a zero gradient; a backward that
+    // returns 1 fails, and its report says rel -, never a huge number.
+    const Function wrong = [](const std::vector<Variable>& v) {
+        return record("zero_times", binary_op(BinaryOp::Mul, v[0].value(), Tensor::zeros(v[0].shape(), DType::f64)), {v[0]},
+                      {.inputs = {}, .output = false},
+                      [](const SavedContext&, const Variable& g) -> Grads { return {g * 0.0 + 1.0}; });
+    };
+    const CheckReport z = gradcheck(wrong, {rnd({3}, 26)});
+    REQUIRE_FALSE(z.ok);
+    CHECK(z.rows[0].b == 0);
+    CHECK(std::isnan(z.rows[0].rel_err));
+    CHECK_THAT(z.failures(), Catch::Contains("rel -)"));
+    CHECK_THAT(z.table(), !Catch::Contains("e+"));  // no 1e+300
+    const std::string zt = z.table();
+    CHECK(zt.find("legend:") == zt.rfind("legend:"));  // once
 }
 
 TEST_CASE("check_precision fails a low-precision path that drifts from f64", "[gradcheck]") {
@@ -294,8 +344,8 @@ TEST_CASE("tapegrad gradcheck runs the three checks on a case and prints a table
     const std::string out = run_capture(std::string(TAPEGRAD_EXE) + " gradcheck " + (dir / "case.json").string(), rc);
     INFO(out);
     CHECK(rc == 0);
-    for (const char* s : {"gradcheck       data", "gradcheck       filter", "gradcheck       bias", "gradgradcheck",
-                          "adjoint         data", "adjoint         filter", "f32 vs f64      grad filter", "all checks passed"})
+    for (const char* s : {"gradcheck     data", "gradcheck     filter", "gradcheck     bias", "gradgradcheck",
+                          "adjoint       data", "adjoint       filter", "f32 vs f64    grad filter", "all checks passed"})
         CHECK_THAT(out, Catch::Contains(s));
     CHECK_THAT(out, !Catch::Contains("FAIL"));
     CHECK_FALSE(fs::exists(dir / "out.npy"));  // gradcheck writes nothing

@@ -260,35 +260,31 @@ Timing time_gemm(const ConvGeometry& g, double min_time, bool cpu_clock) {
 
 }  // namespace
 
-CLI::App* add_bench_command(CLI::App& app, BenchArgs& a) {
-    CLI::App* c = app.add_subcommand("bench", "time the convolution kernels on the transposed-convolution shapes of a "
+cli::Command& add_bench_command(cli::Parser& parser, BenchArgs& a) {
+    cli::Command& c = parser.command("bench", "time the convolution kernels on the transposed-convolution shapes of a "
                                               "shapes file (format: docs/cases.md#tapegrad-bench)");
-    c->add_option("--shapes", a.shapes_path, "the shapes file (the project's: bench/shapes.json)")
-        ->type_name("FILE")->required()->check(cli::non_empty);
-    c->add_option("--ops", a.ops,
-                  "comma-separated, of: bwd_data (the transposed convolution), fwd (the convolution that is its data "
-                  "gradient), bwd_weights (that convolution's filter gradient), gemm (the f32 GEMM in use on the layer's "
-                  "GEMM sizes, one column tile, scaled to the layer: its ceiling)")
-        ->type_name("LIST")->capture_default_str();
-    c->add_option("--threads", a.threads, "threads; default the library's (TAPEGRAD_NUM_THREADS or the cores)")
-        ->check(cli::integer(1, kMaxThreads));
-    c->add_option("--batch", a.batch, "overrides every shape's N")->check(cli::integer(1, 2147483647));
-    c->add_option("--layout", a.layout, "tensor layout; default each shape's \"layout\" key, else NCX")
-        ->check(cli::one_of({"NCX", "NXC"}));
-    c->add_option("--dtype", a.dtype, "element type (inputs uniform in [-1, 1], fixed seed)")
-        ->capture_default_str()->check(cli::one_of({"f32", "bf16", "f16"}));
-    c->add_option("--only", a.only, "only the shape called NAME")->type_name("NAME")->check(cli::non_empty);
-    c->add_flag("--json", a.as_json,
-                "one JSON object per line: shape, op, dtype, layout, threads, batch, median_ms, gflops, extra_bytes");
-    c->add_option("--min-time", a.min_time, "time each (shape, op) for about S seconds (tests use 0.01)")
-        ->type_name("S")->capture_default_str()->check(cli::number(0, 3600));
-    c->add_option("--clock", a.clock,
-                  "time calls on the wall clock, or by CPU time (--threads 1 only; leaves out the time slices other "
-                  "processes take on a shared machine)")
-        ->capture_default_str()->check(cli::one_of({"wall", "cpu"}));
-    c->footer("Per (shape, op): one warm-up call, then at least 3 and at most 1000 calls; the median time, GFLOP/s = "
-              "2*N*C_in*(C_out/groups)*prod(kernel)*prod(input) / time, and extra MiB = the peak of the kernels' "
-              "workspace (temporaries and their cache; not inputs or outputs).");
+    c.option("--shapes", a.shapes_path, "the shapes file (the project's: bench/shapes.json)").type("FILE").required();
+    c.option("--ops", a.ops,
+             "comma-separated, of: bwd_data (the transposed convolution), fwd (the convolution that is its data "
+             "gradient), bwd_weights (that convolution's filter gradient), gemm (the f32 GEMM in use on the layer's GEMM "
+             "sizes, one column tile, scaled to the layer: its ceiling)")
+        .type("LIST");
+    c.option("--threads", a.threads, "threads; default the library's (TAPEGRAD_NUM_THREADS or the cores)", 1, kMaxThreads)
+        .no_default();
+    c.option("--batch", a.batch, "overrides every shape's N", 1, 2147483647).no_default();
+    c.option("--layout", a.layout, "tensor layout; default each shape's \"layout\" key, else NCX", {"NCX", "NXC"});
+    c.option("--dtype", a.dtype, "element type (inputs uniform in [-1, 1], fixed seed)", {"f32", "bf16", "f16"});
+    c.option("--only", a.only, "only the shape called NAME").type("NAME");
+    c.flag("--json", a.as_json,
+           "one JSON object per line: shape, op, dtype, layout, threads, batch, median_ms, gflops, extra_bytes");
+    c.option("--min-time", a.min_time, "time each (shape, op) for about S seconds (tests use 0.01)", 0, 3600).type("S");
+    c.option("--clock", a.clock,
+             "time calls on the wall clock, or by CPU time (--threads 1 only; leaves out the time slices other processes "
+             "take on a shared machine)",
+             {"wall", "cpu"});
+    c.footer("Per (shape, op): one warm-up call, then at least 3 and at most 1000 calls; the median time, GFLOP/s = "
+             "2*N*C_in*(C_out/groups)*prod(kernel)*prod(input) / time, and extra MiB = the peak of the kernels' workspace "
+             "(temporaries and their cache; not inputs or outputs).");
     return c;
 }
 

@@ -16,8 +16,8 @@ struct BenchArgs {
     bool as_json = false;
     double min_time = 0.3;
 };
-// Adds the `bench` command and its options to `app`, filling `args`.
-CLI::App* add_bench_command(CLI::App& app, BenchArgs& args);
+// Adds the `bench` command and its options to the command line, filling `args`.
+cli::Command& add_bench_command(cli::Parser& parser, BenchArgs& args);
 int cmd_bench(const BenchArgs& args);
 
 }  // namespace tg

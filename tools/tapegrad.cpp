@@ -97,38 +97,38 @@ int cmd_explain(const std::string& path) {
 
 int main(int argc, char** argv) {
     try {
-        CLI::App app{"Runs, explains, checks and times the convolution family's ops (docs/cases.md)", "tapegrad"};
-        app.footer("Case files, commands and exit codes: docs/cases.md. Op semantics, layouts and padding rules: docs/ops.md.");
+        tg::cli::Parser cl("tapegrad", "Runs, explains, checks and times the convolution family's ops (docs/cases.md)");
+        cl.footer("Case files, commands and exit codes: docs/cases.md. Op semantics, layouts and padding rules: docs/ops.md.");
         // run, explain and gradcheck: tapegrad CMD CASE.json [--memory-limit BYTES] [--work-limit N]
         std::string path, memory_limit, work_limit;
-        auto case_command = [&](const char* name, const char* what) {
-            CLI::App* c = app.add_subcommand(name, what);
-            c->add_option("CASE", path, "the case file")->type_name("CASE.json")->required()->check(tg::cli::non_empty);
-            c->add_option("--memory-limit", memory_limit,
-                          "the most memory tensors and workspaces may hold (e.g. 8G, 512M); default "
-                          "TAPEGRAD_MEMORY_LIMIT, else 3/4 of the physical memory")
-                ->type_name("BYTES")->check(tg::cli::non_empty);
-            c->add_option("--work-limit", work_limit, "the most multiply-adds a command may run (default 2e11, about a minute)")
-                ->type_name("N")->check(tg::cli::non_empty);
-            return c;
+        auto case_command = [&](const char* name, const char* what) -> const tg::cli::Command& {
+            return cl.command(name, what)
+                .positional("CASE", path, "the case file")
+                .type("CASE.json")
+                .option("--memory-limit", memory_limit,
+                        "the most memory tensors and workspaces may hold (e.g. 8G, 512M); default TAPEGRAD_MEMORY_LIMIT, "
+                        "else 3/4 of the physical memory")
+                .type("BYTES")
+                .option("--work-limit", work_limit, "the most multiply-adds a command may run (default 2e11, about a minute)")
+                .type("N");
         };
-        const CLI::App* run = case_command("run", "run one op of a case file and write its outputs");
-        const CLI::App* explain = case_command(
+        const tg::cli::Command& run = case_command("run", "run one op of a case file and write its outputs");
+        const tg::cli::Command& explain = case_command(
             "explain", "show how padding and the output shape are resolved (reads only shapes: .npy headers or "
                        "{\"shape\": [...]} inputs)");
-        case_command(
+        const tg::cli::Command& gradcheck = case_command(
             "gradcheck", "check the op's gradients (finite differences, second derivatives, adjoint identity, dtype vs "
                          "f64) on random inputs");
         tg::BenchArgs bench_args;
-        const CLI::App* bench = tg::add_bench_command(app, bench_args);
-        if (!tg::cli::parse(app, argc, argv)) return 0;
-        if (app.get_subcommands().empty())
+        const tg::cli::Command& bench = tg::add_bench_command(cl, bench_args);
+        if (!cl.parse(argc, argv)) return 0;
+        if (!run.chosen() && !explain.chosen() && !gradcheck.chosen() && !bench.chosen())
             tg::fail("command", "expected a command: run, explain, gradcheck or bench (tapegrad --help)");
         // The environment's settings, read now so that a bad value is this command's one
         // error line (the library reads each on first use, whichever op that is).
         (void)tg::num_threads();
         (void)tg::transposed_algo();
-        if (bench->parsed()) return tg::cmd_bench(bench_args);
+        if (bench.chosen()) return tg::cmd_bench(bench_args);
         auto count = [](const char* option, const std::string& v) {
             const std::int64_t n = tg::parse_byte_count(v);
             if (n < 1) tg::fail(option + 2, option, " '", v, "' is not a positive count (e.g. 8G, 1000000)");
@@ -137,8 +137,8 @@ int main(int argc, char** argv) {
         if (!memory_limit.empty()) tg::set_memory_limit(count("--memory-limit", memory_limit));
         const double limit =  // spec/run_case.hpp
             work_limit.empty() ? tg::kDefaultWorkLimit : static_cast<double>(count("--work-limit", work_limit));
-        if (run->parsed()) return tg::cmd_run(path, limit);
-        if (explain->parsed()) return tg::cmd_explain(path);
+        if (run.chosen()) return tg::cmd_run(path, limit);
+        if (explain.chosen()) return tg::cmd_explain(path);
         return tg::cmd_gradcheck(path, limit);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "%s\n", tg::error_line(e).c_str());
