@@ -116,6 +116,59 @@ bool same_file(const std::string& a, const std::string& b) {
     return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
+// The key path of the value being parsed, kept from nlohmann's parser events: one frame
+// per open object (its current key) or array (its current index).
+class JsonPath {
+public:
+    void track(json::parse_event_t event, const json& parsed) {
+        using E = json::parse_event_t;
+        if (event == E::object_start || event == E::array_start || event == E::value) next_element();
+        if (event == E::object_start) frames_.push_back({false, -1, ""});
+        else if (event == E::array_start) frames_.push_back({true, -1, ""});
+        else if ((event == E::object_end || event == E::array_end) && !frames_.empty()) frames_.pop_back();
+        else if (event == E::key && !frames_.empty() && parsed.is_string()) frames_.back().key = parsed.get<std::string>();
+    }
+    // "attrs.strides[0][0]", a run of more than 3 equal steps shortened and counted
+    // ("attrs.strides[0]...[0] ([0] 31 times)"); "the top level" for the outermost value.
+    std::string str() const {
+        std::vector<std::string> steps;  // ".key" or "[i]", for every frame inside an element
+        for (const Frame& f : frames_) {
+            if (f.array && f.index < 0) continue;  // opened, no element yet
+            if (!f.array && f.key.empty()) continue;
+            std::string step = f.array ? "[" : ".";
+            step += f.array ? std::to_string(f.index) + "]" : f.key;
+            steps.push_back(std::move(step));
+        }
+        std::string s, counts;
+        for (std::size_t i = 0; i < steps.size();) {
+            std::size_t run = 1;
+            while (i + run < steps.size() && steps[i + run] == steps[i]) ++run;
+            if (run > 3) {
+                s += steps[i] + "..." + (steps[i][0] == '.' ? steps[i].substr(1) : steps[i]);
+                counts += (counts.empty() ? " (" : ", ") + (steps[i][0] == '.' ? steps[i].substr(1) : steps[i]) + " " +
+                          std::to_string(run) + " times";
+            } else {
+                s += steps[i];
+                run = 1;
+            }
+            i += run;
+        }
+        if (!s.empty() && s[0] == '.') s.erase(0, 1);
+        return s.empty() ? "the top level" : s + (counts.empty() ? "" : counts + ")");
+    }
+
+private:
+    struct Frame {
+        bool array;
+        std::int64_t index;
+        std::string key;
+    };
+    void next_element() {
+        if (!frames_.empty() && frames_.back().array) ++frames_.back().index;
+    }
+    std::vector<Frame> frames_;
+};
+
 }  // namespace
 
 json read_json_file(const std::string& path, const std::string& key, const std::string& cannot_read,
@@ -127,10 +180,14 @@ json read_json_file(const std::string& path, const std::string& key, const std::
     std::stringstream ss;
     ss << f.rdbuf();
     // Nesting is bounded while parsing (no case file or shapes file nests deeper than a few
-    // levels): a value nested 100 000 deep is refused before it is built.
+    // levels): a value nested 100 000 deep is refused before it is built, naming the key
+    // path where it happened ("attrs.strides[0][0]...").
     constexpr int kMaxDepth = 32;
-    const json::parser_callback_t depth_limit = [&](int depth, json::parse_event_t, json&) {
-        if (depth > kMaxDepth) fail(key, not_json, "values nest deeper than ", kMaxDepth, " levels");
+    JsonPath where;
+    const json::parser_callback_t depth_limit = [&](int depth, json::parse_event_t event, json& parsed) {
+        where.track(event, parsed);
+        if (depth > kMaxDepth)
+            fail(key, not_json, "values nest deeper than ", kMaxDepth, " levels at ", where.str());
         return true;
     };
     try {

@@ -124,7 +124,27 @@ TEST_CASE("cli files: deep JSON, huge values and integers past int64 give one cl
     write_bytes(c.dir / "deep.json", R"({"op": "Convolution", "attrs": {"strides": )" + deep + "}}");
     CommandResult r = run_tapegrad({"run", c.dir / "deep.json"}, c.dir);
     CHECK(one_error_line(r));
-    CHECK_THAT(r.err, Catch::Contains("nest deeper"));
+    CHECK_THAT(r.err, Catch::Contains("values nest deeper than 32 levels at attrs.strides[0]...[0] ([0] 31 times)"));
+    // ... and names where, in an object inside a list inside an object
+    std::string objects = R"({"op": "Convolution", "inputs": ["a.npy", {"shape": [1, {"x": )";
+    for (int i = 0; i < 40; ++i) objects += R"({"y": )";
+    objects += "1" + std::string(40, '}') + "]}]}";
+    write_bytes(c.dir / "deep_objects.json", objects);
+    r = run_tapegrad({"run", c.dir / "deep_objects.json"}, c.dir);
+    CHECK(one_error_line(r));
+    CHECK_THAT(r.err, Catch::Contains("at inputs[1].shape[1].x.y...y (y 28 times)"));
+    // shallow nesting names each step; the top level is named as such
+    write_bytes(c.dir / "top.json", std::string(40, '[') + std::string(40, ']'));
+    r = run_tapegrad({"explain", c.dir / "top.json"}, c.dir);
+    CHECK_THAT(r.err, Catch::Contains("at [0]...[0] ([0] 33 times)"));
+    // the bench's shapes file is read the same way
+    std::string shapes = R"({"shapes": [{"name": "a"}, {"name": "b", "input": [1, 2, )";
+    for (int i = 0; i < 40; ++i) shapes += "[3, ";
+    shapes += "4" + std::string(40, ']') + "]}]}";
+    write_bytes(c.dir / "shapes.json", shapes);
+    r = run_tapegrad({"bench", "--shapes", c.dir / "shapes.json"}, c.dir);
+    CHECK(one_error_line(r));
+    CHECK_THAT(r.err, Catch::Contains("--shapes") && Catch::Contains("at shapes[1].input[2][1]...[1][0] ([1] 28 times)"));
     // a 5 MB op name is cut, not echoed
     std::string big = R"({"op": ")";  // appended piecewise: GCC 12 warns (-Warray-bounds, a false positive) on "literal" + string
     big.append(5 << 20, 'X');
