@@ -16,16 +16,6 @@ namespace tg::ag {
 
 namespace {
 
-Shape per_axis(const Shape& v, std::size_t D, std::int64_t dflt, const Shape& fallback, const char* key,
-               std::int64_t min, const std::string& op) {
-    if (v.empty()) return fallback.empty() ? Shape(D, dflt) : fallback;
-    if (v.size() == 1) return Shape(D, v[0]);
-    if (v.size() != D) fail(key, op, ": ", key, " has ", v.size(), " values for ", D, " spatial axes");
-    for (std::int64_t e : v)
-        if (e < min) fail(key, op, ": ", key, " value ", e, " must be >= ", min);
-    return v;
-}
-
 void check_pool_geometry(const Shape& xs, const ConvGeometry& g, const char* op) {
     if (g.layout != Layout::NCX || g.Ig != 1 || g.Og != 1)
         fail("geometry", op, ": needs a depthwise NCX geometry (groups = C, one channel per group; see pool_geometry), got G=",
@@ -252,9 +242,9 @@ ConvGeometry pool_geometry(const Shape& xs, const Shape& kernel, const Shape& st
         if (k < 1) fail("kernel", op, ": kernel size ", k, " must be >= 1");
     if (xs.size() != D + 2)
         fail("input", op, ": input ", shape_str(xs), " must be [N, C, ", D, " spatial dims] for a ", D, "-d kernel");
-    const Shape s = per_axis(stride, D, 1, kernel, "stride", 1, op);
-    const Shape p = per_axis(padding, D, 0, {}, "padding", 0, op);
-    const Shape d = per_axis(dilation, D, 1, {}, "dilation", 1, op);
+    const Shape s = per_axis(stride, kernel, 1, true, "stride", op);  // the stride defaults to the kernel
+    const Shape p = per_axis(padding, Shape(D, 0), 0, true, "padding", op);
+    const Shape d = per_axis(dilation, Shape(D, 1), 1, true, "dilation", op);
     const std::int64_t C = xs[1];
     if (C < 1) fail("input", op, ": input ", shape_str(xs), " has no channels");
     return ConvGeometry::forward(ConvParams{.N = xs[0], .C_in = C, .C_out = C, .groups = C,

@@ -118,12 +118,11 @@ void gemm_from_impl(bool ta, std::int64_t M, std::int64_t N, std::int64_t K, T a
     if (M == 0 || N == 0) return;
 #ifndef TAPEGRAD_GEMM_OPENBLAS
     if constexpr (std::is_same_v<T, float>) {
-        const simd_gemm::PanelSource src{b.pack, b.ctx};
         switch (simd::active()) {
             case simd::Isa::avx512:
-                simd_gemm::sgemm_avx512_from(ta, M, N, K, alpha, A, lda, src, beta, C, ldc, nullptr);
+                simd_gemm::sgemm_avx512_from(ta, M, N, K, alpha, A, lda, b, beta, C, ldc, nullptr);
                 return;
-            case simd::Isa::avx2: simd_gemm::sgemm_avx2_from(ta, M, N, K, alpha, A, lda, src, beta, C, ldc, nullptr); return;
+            case simd::Isa::avx2: simd_gemm::sgemm_avx2_from(ta, M, N, K, alpha, A, lda, b, beta, C, ldc, nullptr); return;
             case simd::Isa::scalar: break;
         }
     }
@@ -193,12 +192,11 @@ template <class T>
 void gemm_from(const PackedA<T>& a, std::int64_t N, T alpha, const PanelSource<T>& b, T beta, T* C, std::int64_t ldc) {
     if (a.M_ == 0 || N == 0) return;
     if constexpr (std::is_same_v<T, float>) {
-        const simd_gemm::PanelSource src{b.pack, b.ctx};
         if (a.arch_ == 2)
-            return simd_gemm::sgemm_avx512_from(a.trans_, a.M_, N, a.K_, alpha, a.A_, a.lda_, src, beta, C, ldc,
+            return simd_gemm::sgemm_avx512_from(a.trans_, a.M_, N, a.K_, alpha, a.A_, a.lda_, b, beta, C, ldc,
                                                 a.packed_.data());
         if (a.arch_ == 1)
-            return simd_gemm::sgemm_avx2_from(a.trans_, a.M_, N, a.K_, alpha, a.A_, a.lda_, src, beta, C, ldc,
+            return simd_gemm::sgemm_avx2_from(a.trans_, a.M_, N, a.K_, alpha, a.A_, a.lda_, b, beta, C, ldc,
                                               a.packed_.data());
     }
     gemm_from<T>(a.trans_, a.M_, N, a.K_, alpha, a.A_, a.lda_, b, beta, C, ldc);

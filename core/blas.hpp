@@ -1,5 +1,7 @@
-// Row-major GEMM on OpenBLAS's CBLAS, for float and double, and the one thread-count
-// control that covers OpenBLAS and tapegrad's own parallel loops.
+// Row-major GEMM for float and double: f32 on tapegrad's own xsimd kernels (AVX-512 or AVX2,
+// chosen at run time; OpenBLAS on a processor with neither, or with TAPEGRAD_GEMM=openblas at
+// configure time), f64 on OpenBLAS's CBLAS; B operands made on demand (PanelSource); and the
+// one thread-count control that covers OpenBLAS and tapegrad's own parallel loops.
 #pragma once
 #include <cstdint>
 

@@ -4,16 +4,13 @@
 #pragma once
 #include <cstdint>
 
+#include "tapegrad/core/blas.hpp"
+
 namespace tg::simd_gemm {
 
-// A B operand made on demand (see tg::PanelSource in core/blas.hpp): op(B)[k0 .. k0+kc)
-// [j0 .. j0+n) as width-wide panels. Lets a convolution run im2col straight into the GEMM's
-// packing.
-struct PanelSource {
-    void (*pack)(const void* ctx, std::int64_t k0, std::int64_t kc, std::int64_t j0, std::int64_t n,
-                 std::int64_t width, float* dst);
-    const void* ctx;
-};
+// A B operand made on demand (core/blas.hpp): lets a convolution run im2col straight into
+// the GEMM's packing.
+using PanelSource = tg::PanelSource<float>;
 
 // `a_packed`: null, or op(A) packed by the same architecture's pack_a (A, lda then unused).
 void sgemm_avx2(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,

@@ -186,7 +186,6 @@ std::int64_t memory_limit() { return limit_setting().load(std::memory_order_rela
 std::int64_t memory_in_use() { return g_live.load(std::memory_order_relaxed); }
 std::int64_t parse_byte_count(const std::string& text) { return parse_bytes(text); }
 
-std::int64_t workspace_bytes_in_use() { return g_in_use.load(std::memory_order_relaxed); }
 std::int64_t workspace_peak_bytes() { return g_peak.load(std::memory_order_relaxed); }
 void reset_workspace_peak() { g_peak.store(g_in_use.load(std::memory_order_relaxed), std::memory_order_relaxed); }
 void release_workspace_cache() {

@@ -14,8 +14,6 @@
 
 namespace tg {
 
-// Bytes currently allocated through the workspace (live buffers plus the caches).
-std::int64_t workspace_bytes_in_use();
 // The most bytes in use since the last reset_workspace_peak() (or program start).
 std::int64_t workspace_peak_bytes();
 // Sets the peak to the bytes in use now.

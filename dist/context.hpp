@@ -28,7 +28,6 @@ public:
     int rank() const { return rank_; }              // in [0, world_size())
     int world_size() const { return world_size_; }  // processes in MPI_COMM_WORLD
     bool is_root() const { return rank_ == 0; }
-    bool owns_mpi() const { return owns_; }  // whether this Context initialised MPI (and will finalise it)
 
     // Whether MPI is initialised and not yet finalised in this process.
     static bool initialized();

@@ -28,24 +28,16 @@ Tensor uniform(const Shape& shape, double bound, DType dtype) {
     return Tensor::from(shape, v, dtype);
 }
 
-// Broadcasts a one-number option to D axes and checks its length and range.
-Shape per_axis(const Shape& v, std::size_t D, const char* key, std::int64_t min, const char* layer) {
-    if (v.size() == 1 && D > 1) return Shape(D, v[0]);
-    if (v.size() != D) fail(key, layer, ": ", key, " has ", v.size(), " values for ", D, " spatial axes");
-    for (std::int64_t e : v)
-        if (e < min) fail(key, layer, ": ", key, " value ", e, " must be >= ", min);
-    return v;
-}
-
 ConvOptions checked(ConvOptions o, const char* layer) {
     const std::size_t D = o.kernel().size();
     if (D == 0) fail("kernel", layer, ": kernel must have at least one axis");
     for (std::int64_t k : o.kernel())
         if (k < 1) fail("kernel", layer, ": kernel size ", k, " must be >= 1");
-    o.stride(per_axis(o.stride(), D, "stride", 1, layer));
-    o.padding(per_axis(o.padding(), D, "padding", 0, layer));
-    o.dilation(per_axis(o.dilation(), D, "dilation", 1, layer));
-    o.output_padding(per_axis(o.output_padding(), D, "output_padding", 0, layer));
+    // Every per-axis option gets one entry per axis here, so the layers index them directly.
+    o.stride(per_axis(o.stride(), Shape(D, 1), 1, true, "stride", layer));
+    o.padding(per_axis(o.padding(), Shape(D, 0), 0, true, "padding", layer));
+    o.dilation(per_axis(o.dilation(), Shape(D, 1), 1, true, "dilation", layer));
+    o.output_padding(per_axis(o.output_padding(), Shape(D, 0), 0, true, "output_padding", layer));
     if (o.groups() < 1) fail("groups", layer, ": groups ", o.groups(), " must be >= 1");
     return o;
 }
@@ -65,8 +57,6 @@ ConvParams params(const ConvOptions& o, const Shape& s, std::int64_t in, std::in
 
 std::int64_t fan(std::int64_t c, const Shape& k) { return c * shape_numel(k); }
 
-// A per-axis option's value on axis a: one entry for every axis, one per axis, or none.
-std::int64_t on_axis(const Shape& v, std::int64_t none, std::size_t a) { return v.empty() ? none : v.size() == 1 ? v[0] : v[a]; }
 
 }  // namespace
 
@@ -366,7 +356,7 @@ ConvTranspose::ConvTranspose(std::int64_t in_channels, std::int64_t out_channels
     // PyTorch's rule for the layer (the spec ops, which allow more, keep their own): an
     // output_padding of max(stride, dilation) or more would add rows no input reaches.
     for (std::size_t a = 0; a < opt_.kernel().size(); ++a) {
-        const std::int64_t op = on_axis(opt_.output_padding(), 0, a), st = on_axis(opt_.stride(), 1, a), di = on_axis(opt_.dilation(), 1, a);
+        const std::int64_t op = opt_.output_padding()[a], st = opt_.stride()[a], di = opt_.dilation()[a];
         if (op >= std::max(st, di))
             fail("output_padding", "ConvTranspose: output_padding ", op, " on axis ", a, " must be smaller than max(stride ", st,
                  ", dilation ", di, ") = ", std::max(st, di));
@@ -381,9 +371,7 @@ ConvGeometry ConvTranspose::geometry(const Shape& s) const {
 }
 
 ConvExplanation ConvTranspose::explain(const Shape& s) const {
-    ExplainOptions o;
-    for (std::size_t a = 0; a < opt_.kernel().size(); ++a) o.output_padding.push_back(on_axis(opt_.output_padding(), 0, a));
-    return tg::explain(geometry(s), o);
+    return tg::explain(geometry(s), ExplainOptions{opt_.output_padding(), false});
 }
 
 Variable ConvTranspose::forward(const Variable& x) {

@@ -80,7 +80,6 @@ public:
     double lr() const override { return lr_; }
     void set_lr(double lr) override;
     const Tensor& first_moment(std::size_t i) const { return m_.at(i); }
-    const Tensor& second_moment(std::size_t i) const { return v_.at(i); }
     const char* kind() const override { return decoupled_ ? "AdamW" : "Adam"; }
     StateDict state_dict() const override;
     void load_state_dict(const StateDict& dict) override;

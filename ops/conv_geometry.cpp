@@ -1,21 +1,20 @@
 #include "tapegrad/ops/conv_geometry.hpp"
 
+#include <limits>
+
 
 namespace tg {
 
 namespace {
+
+// The geometry takes any values here; validate() checks their ranges with the sizes.
+constexpr std::int64_t kMinAny = std::numeric_limits<std::int64_t>::min();
 
 using wide = __int128;
 constexpr wide kLengthLimit = kMaxConvLength;
 
 std::int64_t prod(const Shape& s) { return shape_numel(s, "shape"); }
 
-// One entry per axis, or the default on every axis when empty.
-Shape per_axis(const Shape& v, std::size_t D, std::int64_t dflt, const char* key, const std::string& op) {
-    if (v.empty()) return Shape(D, dflt);
-    if (v.size() != D) fail(key, op, ": ", key, " ", shape_str(v), " has ", v.size(), " entries, the kernel has ", D);
-    return v;
-}
 
 // " (input [2, 8, 5, 5])": the op's input shape as the params describe it, in its layout.
 std::string input_desc(const ConvParams& p) {
@@ -48,9 +47,9 @@ ConvGeometry base(const ConvParams& p, bool transposed, const std::string& op) {
     g.Ig = (transposed ? p.C_out : p.C_in) / p.groups;
     g.Og = (transposed ? p.C_in : p.C_out) / p.groups;
     g.kernel = p.kernel;
-    g.stride = per_axis(p.stride, D, 1, "stride", op);
-    g.dilation = per_axis(p.dilation, D, 1, "dilation", op);
-    g.pad_begin = per_axis(p.pads_begin, D, 0, "pads_begin", op);
+    g.stride = per_axis(p.stride, Shape(D, 1), kMinAny, false, "stride", op);
+    g.dilation = per_axis(p.dilation, Shape(D, 1), kMinAny, false, "dilation", op);
+    g.pad_begin = per_axis(p.pads_begin, Shape(D, 0), kMinAny, false, "pads_begin", op);
     g.layout = p.layout;
     g.transposed_op = transposed;
     for (std::size_t a = 0; a < D; ++a) {
@@ -71,7 +70,7 @@ ConvGeometry base(const ConvParams& p, bool transposed, const std::string& op) {
 ConvGeometry ConvGeometry::forward(const ConvParams& p, const std::string& op) {
     ConvGeometry g = base(p, false, op);
     const std::size_t D = g.kernel.size();
-    g.pad_end = per_axis(p.pads_end, D, 0, "pads_end", op);
+    g.pad_end = per_axis(p.pads_end, Shape(D, 0), kMinAny, false, "pads_end", op);
     if (!p.output_padding.empty()) fail("output_padding", op, ": output_padding applies to a transposed convolution only");
     g.in_size = p.in_size;
     for (std::size_t a = 0; a < D; ++a) {
@@ -90,8 +89,8 @@ ConvGeometry ConvGeometry::forward(const ConvParams& p, const std::string& op) {
 ConvGeometry ConvGeometry::transposed(const ConvParams& p, const std::string& op) {
     ConvGeometry g = base(p, true, op);
     const std::size_t D = g.kernel.size();
-    const Shape pe = per_axis(p.pads_end, D, 0, "pads_end", op);
-    const Shape opad = per_axis(p.output_padding, D, 0, "output_padding", op);
+    const Shape pe = per_axis(p.pads_end, Shape(D, 0), kMinAny, false, "pads_end", op);
+    const Shape opad = per_axis(p.output_padding, Shape(D, 0), kMinAny, false, "output_padding", op);
     g.out_size = p.in_size;
     for (std::size_t a = 0; a < D; ++a) {
         if (pe[a] < 0 || pe[a] > kLengthLimit) fail("pads_end", op, ": pads_end[", a, "]=", pe[a], " must be in [0, 2^62]");
@@ -135,6 +134,16 @@ ConvGeometry ConvGeometry::transposed_to(const ConvParams& p, const Shape& resul
 std::int64_t ConvGeometry::kernel_numel() const { return prod(kernel); }
 std::int64_t ConvGeometry::in_numel() const { return prod(in_size); }
 std::int64_t ConvGeometry::out_numel() const { return prod(out_size); }
+
+Shape per_axis(const Shape& v, const Shape& dflt, std::int64_t min, bool broadcast, const char* key, const std::string& who) {
+    const std::size_t D = dflt.size();
+    if (v.empty()) return dflt;
+    const Shape r = broadcast && v.size() == 1 ? Shape(D, v[0]) : v;
+    if (r.size() != D) fail(key, who, ": ", key, " ", shape_str(v), " has ", v.size(), " entries for ", D, " spatial axes");
+    for (std::int64_t e : r)
+        if (e < min) fail(key, who, ": ", key, " value ", e, " must be >= ", min);
+    return r;
+}
 
 Shape layout_shape(Layout layout, std::int64_t N, std::int64_t C, const Shape& spatial) {
     Shape s{N};

@@ -89,6 +89,12 @@ struct ConvGeometry {
     void validate(const std::string& op = "ConvGeometry") const;
 };
 
+// A per-axis setting for dflt.size() spatial axes, as ops and layers take them: empty gives
+// `dflt`; one value is used on every axis when `broadcast` (layers, pooling), else the list
+// must have one entry per axis (the spec ops); every entry must be >= min. Errors (key `key`)
+// name `who` and the setting.
+Shape per_axis(const Shape& v, const Shape& dflt, std::int64_t min, bool broadcast, const char* key, const std::string& who);
+
 // Shape of a tensor with N, C and spatial sizes in the given layout.
 Shape layout_shape(Layout layout, std::int64_t N, std::int64_t C, const Shape& spatial);
 

@@ -38,12 +38,9 @@ std::atomic<TransposedAlgo>& transposed_setting() {
 
 // The stride-phase form drops the column buffer and the scatter-add, but rebuilds u's
 // patches for every phase (one element per Ig multiply-adds) and writes a phase with stride
-// s. Auto used to take it for stride-1 layers (3.28 vs 3.64 ms on dilated_d2, Zen 5). Since
-// col2im touches only the band of each tile, col2im wins on every stride-1 layer measured
-// (Zen 4, 1 thread, alternated twice): dilated_d2 3.37 vs 4.30 ms, 3×3 128→64 at 16² 5.9 vs
-// 9.7, 1×1 2.8 vs 3.6, dilation 2 at 32² 12.5 vs 18.7, long 1-D 6.8 vs 9.1, 3-D 3.6 vs
-// 5.4; at 2 threads 3.0 vs 4.2 and 3.4 vs 7.6. So Auto is col2im; the phase form stays
-// selectable (set_transposed_algo, TAPEGRAD_TRANSPOSED=phases) and tested.
+// s. col2im touches only the band of each tile and was faster on every layer measured
+// (bench/RESULTS.md, "Design choices and the measurements behind them"), so Auto is col2im;
+// the phase form stays selectable (set_transposed_algo, TAPEGRAD_TRANSPOSED=phases) and tested.
 bool use_phases(const ConvGeometry& g) {
     if (g.layout != Layout::NCX) return false;
     return transposed_setting().load(std::memory_order_relaxed) == TransposedAlgo::Phases;
@@ -322,8 +319,7 @@ void run_kernel(Kind kind, const ConvGeometry& g, T* x, T* o, T* w) {
     const bool by_group = nt > 1 && G >= nt;
     const bool by_images = nt > 1 && kind == Kind::Transposed && !independent && g.N >= nt;
     // A weight that does not fit beside a tile in a core's L2 is streamed again for every
-    // tile; split by channels, each thread streams only its rows of it (dcgan_g1, 8 MiB, at
-    // 2 threads: 8.3-8.5 -> 7.6 ms; dcgan_g2, 2 MiB: 5.6-6.2 -> 5.5; alternated, 3-4 rounds).
+    // tile; split by channels, each thread streams only its rows of it (bench/RESULTS.md).
     const bool big_weight = R * Og * static_cast<std::int64_t>(sizeof(T)) > kTileCacheBytes / 2;
     const bool by_channels = nt > 1 && kind == Kind::Transposed && (!independent || big_weight) && !by_images && !nxc &&
                              !by_group && g.Ig >= nt;

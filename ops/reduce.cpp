@@ -131,7 +131,7 @@ Tensor reduce_sum(const Tensor& x, const std::vector<int>& axes_in, bool keepdim
     //   final rounding to the dtype (2^-24 relative for f32): unless cancellation makes Σ|x|
     //   some 2^29/len times the result, the two round to the same value, or to neighbours when
     //   the exact sum lies that close to a rounding boundary. Rows shorter than 16 are summed
-    //   sequentially, exactly as before.
+    //   sequentially, as by the loop below.
     // * any float type whose innermost axes are kept: x is a sequence of rows of `len`
     //   elements, each added element-wise into a row of acc, in the sequential order: the
     //   result is exactly that of the loop below.

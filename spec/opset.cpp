@@ -418,20 +418,6 @@ ResolvedOp resolve_op_info(const std::string& opset, const std::string& op_name,
     return r;
 }
 
-Tensor ResolvedOp::canonical_filter(const Tensor& filter) const {
-    Tensor f = filter_perm.empty() ? filter : filter.permute(filter_perm);
-    return f.contiguous().reshape(geom.weight_shape());
-}
-
-Tensor ResolvedOp::stored_filter(const Tensor& W, const Shape& stored_shape) const {
-    if (filter_perm.empty()) return W.reshape(stored_shape);
-    Shape cf(stored_shape.size());
-    for (std::size_t a = 0; a < cf.size(); ++a) cf[a] = stored_shape[static_cast<std::size_t>(filter_perm[a])];
-    std::vector<int> inv(filter_perm.size());
-    for (std::size_t a = 0; a < inv.size(); ++a) inv[static_cast<std::size_t>(filter_perm[a])] = static_cast<int>(a);
-    return W.reshape(cf).permute(inv).contiguous();
-}
-
 ag::Variable spec_op(const ResolvedOp& r, const std::vector<ag::Variable>& inputs) {
     const std::size_t need = static_cast<std::size_t>(std::max({r.data_input, r.filter_input, r.bias_input})) + 1;
     if (inputs.size() < need) fail("inputs", r.name, ": ", inputs.size(), " inputs, expects at least ", need);

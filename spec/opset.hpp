@@ -36,9 +36,6 @@ struct ResolvedOp {
     int data_input = 0, filter_input = 1, bias_input = -1;
     bool has_bias = false;
 
-    // The stored filter as the canonical W[G, Og, Ig, K...], and the way back (for gradients).
-    Tensor canonical_filter(const Tensor& filter) const;
-    Tensor stored_filter(const Tensor& W, const Shape& stored_shape) const;
 };
 
 // What resolving an op needs to know about one input: its shape and dtype, and for an

@@ -22,6 +22,7 @@
 
 #include "tapegrad/core/convert.hpp"
 #include "tapegrad/core/dtype.hpp"
+#include "isas.hpp"
 #include "tapegrad/core/simd.hpp"
 #include "tapegrad/core/tensor.hpp"
 #include "tapegrad/ops/elementwise.hpp"
@@ -144,12 +145,7 @@ std::vector<std::uint16_t> make_u16(std::int64_t n, std::uint64_t seed) {
     return v;
 }
 
-std::vector<simd::Isa> vector_isas() {
-    std::vector<simd::Isa> v;
-    for (simd::Isa i : simd::available())
-        if (i != simd::Isa::scalar) v.push_back(i);
-    return v;
-}
+std::vector<simd::Isa> vector_isas() { return tg::testing::tested_isas(false); }
 
 constexpr std::int64_t kGuard = 32;  // sentinel elements before and after every output
 
@@ -267,7 +263,7 @@ TEST_CASE("bulk conversions: every 16-bit pattern, and every f32 high half with 
 TEST_CASE("Tensor::to between f32 and f16/bf16 converts like the scalar functions at every instruction set",
           "[simd][convert]") {
     IsaGuard guard;
-    for (simd::Isa isa : simd::available()) {
+    for (simd::Isa isa : tg::testing::tested_isas()) {
         simd::force(isa);
         for (std::int64_t n : {std::int64_t{0}, std::int64_t{17}, std::int64_t{4099}}) {
             const std::vector<float> f = make_f32(2 * n, 77 + static_cast<std::uint64_t>(n));
@@ -528,7 +524,7 @@ TEST_CASE("sum kernels: 16-lane row sums and sequential column sums, bit for bit
           "[simd][reduce]") {
     const std::vector<std::pair<simd::Isa, const simd_reduce::Kernels*>> tables = [] {
         std::vector<std::pair<simd::Isa, const simd_reduce::Kernels*>> t;
-        for (simd::Isa isa : simd::available())
+        for (simd::Isa isa : tg::testing::tested_isas())
             t.push_back({isa, isa == simd::Isa::scalar ? &simd_reduce::scalar
                               : isa == simd::Isa::avx2 ? &simd_reduce::avx2 : &simd_reduce::avx512});
         return t;
