@@ -121,9 +121,8 @@ Variable relu(const Variable& a) {
     return record("relu", tg::relu(float_value(a, "relu")), {a}, {.inputs = {0}},
                   [](const SavedContext& c, const Variable& g) -> Grads {
                       // 1 where x > 0, and at NaN (PyTorch's relu passes the gradient there, so
-                      // anomaly mode sees the NaN), 0 elsewhere
-                      const Tensor x = c.input(0).value();
-                      return {mul(g, constant(masked_fill(step(x, 0), ne(x, x), 1.0)))};
+                      // anomaly mode sees the NaN), 0 elsewhere: one vector pass
+                      return {mul(g, constant(step(c.input(0).value(), 0, 1)))};
                   });
 }
 

@@ -113,17 +113,20 @@ struct LeakyRelu {
     }
 };
 
-// x > 0 ? 1 : below: the derivative of relu (below = 0) and leaky_relu (below = slope).
+// x > 0 ? 1 : x <= 0 ? below : at_nan: the derivative of relu (below 0, at_nan 1: PyTorch
+// passes the gradient at NaN) and leaky_relu (below = at_nan = slope).
 template <class S>
 struct Step {
-    S below;
+    S below, at_nan;
     template <class T>
     static constexpr bool vector = std::is_floating_point_v<T>;
     template <class T>
-    T operator()(T x) const { return x > T(0) ? T(1) : static_cast<T>(below); }
+    T operator()(T x) const { return x > T(0) ? T(1) : x <= T(0) ? static_cast<T>(below) : static_cast<T>(at_nan); }
     template <class T, class A>
     xsimd::batch<T, A> operator()(xsimd::batch<T, A> x) const {
-        return xsimd::select(x > xsimd::batch<T, A>(T(0)), xsimd::batch<T, A>(T(1)), xsimd::batch<T, A>(static_cast<T>(below)));
+        using B = xsimd::batch<T, A>;
+        const B zero(T(0));
+        return xsimd::select(x > zero, B(T(1)), xsimd::select(x <= zero, B(static_cast<T>(below)), B(static_cast<T>(at_nan))));
     }
 };
 

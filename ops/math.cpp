@@ -234,9 +234,9 @@ Tensor leaky_relu(const Tensor& t, double slope) {
     need_float(t, "leaky_relu");
     return unary_map(t, t.dtype(), fn::LeakyRelu<double>{slope});
 }
-Tensor step(const Tensor& t, double below) {
+Tensor step(const Tensor& t, double below, double at_nan) {
     need_float(t, "step");
-    return unary_map(t, t.dtype(), fn::Step<double>{below});
+    return unary_map(t, t.dtype(), fn::Step<double>{below, at_nan});
 }
 Tensor log(const Tensor& t) { return unary_float("log", t, fn::Log{}); }
 Tensor sqrt(const Tensor& t) { return unary_float("sqrt", t, fn::Sqrt{}); }

@@ -71,7 +71,10 @@ Tensor sigmoid(const Tensor& t);
 Tensor relu(const Tensor& t);  // relu(NaN) = NaN
 Tensor leaky_relu(const Tensor& t, double slope);  // t > 0 ? t : slope·t (float only)
 Tensor softplus(const Tensor& t);                  // log(1 + e^t), without overflow
-Tensor step(const Tensor& t, double below = 0);    // t > 0 ? 1 : below (float only; relu's derivative)
+// t > 0 ? 1 : t <= 0 ? below : at_nan (float only; the derivative of relu and leaky_relu);
+// without at_nan, NaN gives `below` too.
+Tensor step(const Tensor& t, double below, double at_nan);
+inline Tensor step(const Tensor& t, double below = 0) { return step(t, below, below); }
 Tensor pow(const Tensor& t, double p);
 Tensor pow(const Tensor& a, const Tensor& b);  // broadcasting
 Tensor clamp(const Tensor& t, double lo, double hi);  // min(max(t, lo), hi); NaN stays NaN

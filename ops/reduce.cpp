@@ -36,8 +36,8 @@ void accumulate(const T* x, std::int64_t rows, std::int64_t len, double* acc) {
         for (std::int64_t j = 0; j < len; ++j) acc[j] += static_cast<double>(x[j]);
 }
 
-// The sums of the active instruction set.
-const simd_reduce::Kernels& sum_kernels() {
+// The kernels of the active instruction set.
+const simd_reduce::Kernels& reduce_kernels() {
     switch (simd::active()) {
         case simd::Isa::avx512: return simd_reduce::avx512;
         case simd::Isa::avx2: return simd_reduce::avx2;
@@ -48,7 +48,6 @@ const simd_reduce::Kernels& sum_kernels() {
 
 }  // namespace
 
-const simd_reduce::Kernels simd_reduce::scalar{sum_rows_f32, accumulate<float>, accumulate<double>};
 
 std::vector<int> normalize_axes(const std::vector<int>& axes, int ndim, const char* op) {
     std::vector<int> out;
@@ -120,7 +119,7 @@ Tensor reduce_sum(const Tensor& x, const std::vector<int>& axes_in, bool keepdim
             }
         }
     };
-    const simd_reduce::Kernels& kern = sum_kernels();
+    const simd_reduce::Kernels& kern = reduce_kernels();
     // The contiguous cases, through the kernels of ops/reduce_kernels.hpp (vectorised unless
     // the instruction set is Isa::scalar):
     // * f32 (and f16/bf16, summed as f32) whose reduced axes are the innermost ones: every
@@ -358,8 +357,15 @@ std::int64_t pick(const T* row, std::int64_t n, Better better) {
     return at;
 }
 
-template <class Better>
-ValuesIndices extreme(const Tensor& x, int axis, bool keepdim, const char* op, Better better) {
+// The scalar argmax/argmin rows of simd_reduce::scalar.
+template <bool Max>
+void pick_rows_f32(const float* x, std::int64_t rows, std::int64_t len, std::int64_t* out) {
+    for (std::int64_t r = 0; r < rows; ++r, x += len) out[r] = pick(x, len, [](float a, float b) { return Max ? a > b : a < b; });
+}
+
+// max/min (largest) and their indices along one axis.
+ValuesIndices extreme(const Tensor& x, int axis, bool keepdim, const char* op, bool largest) {
+    const auto better = [largest](auto a, auto b) { return largest ? a > b : a < b; };
     if (!x.defined()) fail("input", op, ": the input is undefined");
     const int ax = normalize_axes({axis}, x.ndim(), op)[0];
     if (x.shape()[static_cast<std::size_t>(ax)] == 0)
@@ -372,20 +378,23 @@ ValuesIndices extreme(const Tensor& x, int axis, bool keepdim, const char* op, B
         using T = decltype(tag);
         const T* px = r.data.data<T>();
         T* pv = out.values.data<T>();
-        for (std::int64_t o = 0; o < r.outer; ++o) {
-            const T* row = px + o * r.inner;
-            pi[o] = pick(row, r.inner, better);
-            pv[o] = row[pi[o]];
+        if constexpr (std::is_same_v<T, float>) {  // f32, f16 and bf16: the vector kernels
+            const simd_reduce::Kernels& k = reduce_kernels();
+            (largest ? k.argmax_rows_f32 : k.argmin_rows_f32)(px, r.outer, r.inner, pi);
+        } else {
+            for (std::int64_t o = 0; o < r.outer; ++o) pi[o] = pick(px + o * r.inner, r.inner, better);
         }
+        for (std::int64_t o = 0; o < r.outer; ++o) pv[o] = px[o * r.inner + pi[o]];
     });
     out.values = out.values.to(x.dtype());
     return out;
 }
 
-const auto greater = [](auto a, auto b) { return a > b; };
-const auto less = [](auto a, auto b) { return a < b; };
 
 }  // namespace
+
+const simd_reduce::Kernels simd_reduce::scalar{sum_rows_f32, accumulate<float>, accumulate<double>, pick_rows_f32<true>,
+                                               pick_rows_f32<false>};
 
 Tensor sum(const Tensor& x, const std::vector<int>& axes, bool keepdim) {
     if (!x.defined()) fail("input", "sum: the input is undefined");
@@ -468,21 +477,21 @@ Tensor logsumexp(const Tensor& x, const std::vector<int>& axes, bool keepdim) {
     });
 }
 
-ValuesIndices max(const Tensor& x, int axis, bool keepdim) { return extreme(x, axis, keepdim, "max", greater); }
-ValuesIndices min(const Tensor& x, int axis, bool keepdim) { return extreme(x, axis, keepdim, "min", less); }
-Tensor argmax(const Tensor& x, int axis, bool keepdim) { return extreme(x, axis, keepdim, "argmax", greater).indices; }
-Tensor argmin(const Tensor& x, int axis, bool keepdim) { return extreme(x, axis, keepdim, "argmin", less).indices; }
+ValuesIndices max(const Tensor& x, int axis, bool keepdim) { return extreme(x, axis, keepdim, "max", true); }
+ValuesIndices min(const Tensor& x, int axis, bool keepdim) { return extreme(x, axis, keepdim, "min", false); }
+Tensor argmax(const Tensor& x, int axis, bool keepdim) { return extreme(x, axis, keepdim, "argmax", true).indices; }
+Tensor argmin(const Tensor& x, int axis, bool keepdim) { return extreme(x, axis, keepdim, "argmin", false).indices; }
 
 Tensor max(const Tensor& x) {
     if (!x.defined()) fail("input", "max: the input is undefined");
     if (x.numel() == 0) fail("input", "max: the tensor ", shape_str(x.shape()), " is empty");
-    return extreme(x.reshape({-1}), 0, false, "max", greater).values;
+    return extreme(x.reshape({-1}), 0, false, "max", true).values;
 }
 
 Tensor min(const Tensor& x) {
     if (!x.defined()) fail("input", "min: the input is undefined");
     if (x.numel() == 0) fail("input", "min: the tensor ", shape_str(x.shape()), " is empty");
-    return extreme(x.reshape({-1}), 0, false, "min", less).values;
+    return extreme(x.reshape({-1}), 0, false, "min", false).values;
 }
 
 }  // namespace tg

@@ -72,9 +72,53 @@ void accumulate(const T* x, std::int64_t rows, std::int64_t len, double* acc) {
     }
 }
 
+// The index of each row's largest (Max) or smallest element, by the rule of
+// ops/reduce_kernels.hpp: a vector pass finds the extreme value and whether a NaN occurs,
+// then the first index holding that value (or the first NaN) is looked up.
+template <class Arch, bool Max>
+void pick_rows_f32(const float* x, std::int64_t rows, std::int64_t len, std::int64_t* out) {
+    using B = xsimd::batch<float, Arch>;
+    constexpr std::int64_t W = B::size;
+    const std::int64_t body = len - len % W;
+    for (std::int64_t r = 0; r < rows; ++r, x += len) {
+        bool nan = false;
+        float best = x[0];
+        if (body > 0) {
+            B b = B::load_unaligned(x);
+            auto has_nan = xsimd::isnan(b);  // (not b != b: xsimd compares ordered, NaN != NaN is false)
+            for (std::int64_t i = W; i < body; i += W) {
+                const B v = B::load_unaligned(x + i);
+                has_nan = has_nan || xsimd::isnan(v);
+                b = Max ? xsimd::max(b, v) : xsimd::min(b, v);
+            }
+            nan = xsimd::any(has_nan);
+            alignas(64) float t[W];
+            b.store_aligned(t);
+            for (std::int64_t j = 1; j < W; ++j) best = Max ? (t[j] > best ? t[j] : best) : (t[j] < best ? t[j] : best);
+            best = Max ? (t[0] > best ? t[0] : best) : (t[0] < best ? t[0] : best);
+        }
+        for (std::int64_t i = body; i < len && !nan; ++i) {
+            nan = x[i] != x[i];
+            if (Max ? x[i] > best : x[i] < best) best = x[i];
+        }
+        std::int64_t at = 0;
+        if (nan) {
+            while (x[at] == x[at]) ++at;
+        } else {
+            const B m(best);
+            std::int64_t i = 0;
+            while (i < body && !xsimd::any(B::load_unaligned(x + i) == m)) i += W;
+            at = i;
+            while (x[at] != best) ++at;  // within that vector, or in the tail
+        }
+        out[r] = at;
+    }
+}
+
 }  // namespace tg::simd_reduce
 
 // Defines the table of ops/reduce_kernels.hpp for one architecture (once per arch .cpp).
 #define TG_INSTANTIATE_REDUCE(ARCH, NAME)                                                            \
     const tg::simd_reduce::Kernels tg::simd_reduce::NAME{sum_rows_f32<ARCH>, accumulate<ARCH, float>, \
-                                                         accumulate<ARCH, double>};
+                                                         accumulate<ARCH, double>, pick_rows_f32<ARCH, true>, \
+                                                         pick_rows_f32<ARCH, false>};

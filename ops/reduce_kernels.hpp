@@ -20,6 +20,10 @@ struct Kernels {
     // terms in the same order as a sequential loop over x, so the sums are exact to the old order.
     void (*accumulate_f32)(const float* x, std::int64_t rows, std::int64_t len, double* acc);
     void (*accumulate_f64)(const double* x, std::int64_t rows, std::int64_t len, double* acc);
+    // out[r] = the index of row r's largest (argmax) or smallest (argmin) element: the first
+    // one on ties (-0 and +0 tie), the first NaN when the row has one; len >= 1.
+    void (*argmax_rows_f32)(const float* x, std::int64_t rows, std::int64_t len, std::int64_t* out);
+    void (*argmin_rows_f32)(const float* x, std::int64_t rows, std::int64_t len, std::int64_t* out);
 };
 
 extern const Kernels avx2, avx512;

@@ -443,7 +443,9 @@ void check_kernel_coverage(const simd_ew::Kernels<T>& kt, std::int64_t n) {
     run("abs", [&](T* o) { return vmap(fn::Abs{}, o); }, [&](std::int64_t i) { return std::fabs(x[i]); }, false);
     run("relu", [&](T* o) { return vmap(fn::Relu{}, o); }, [&](std::int64_t i) { return x[i] < T(0) ? T(0) : x[i]; }, false);
     run("leaky", [&](T* o) { return vmap(fn::LeakyRelu<double>{p}, o); }, [&](std::int64_t i) { return x[i] > T(0) ? x[i] : p * x[i]; }, false);
-    run("step", [&](T* o) { return vmap(fn::Step<double>{p}, o); }, [&](std::int64_t i) { return x[i] > T(0) ? T(1) : p; }, false);
+    run("step", [&](T* o) { return vmap(fn::Step<double>{p, p}, o); }, [&](std::int64_t i) { return x[i] > T(0) ? T(1) : p; }, false);
+    run("step at NaN", [&](T* o) { return vmap(fn::Step<double>{p, 1.0}, o); },
+        [&](std::int64_t i) { return x[i] > T(0) ? T(1) : x[i] <= T(0) ? p : T(1); }, false);
     run("affine", [&](T* o) { return kt.affine(x.data(), sc, sh, o, n); },
         [&](std::int64_t i) {
             volatile T prod = x[i] * sc;  // rounded on its own, as the kernels must do it
@@ -664,5 +666,76 @@ TEST_CASE("sums: ISA-independent, exact to the sequential order where kept axes 
                 }
             }
         }
+    }
+}
+
+namespace {
+
+// The index rule of argmax/argmin written as the plainest loop: the first NaN if the row
+// has one, else the first element no other element beats.
+std::int64_t first_extreme(const std::vector<float>& row, bool largest) {
+    for (std::size_t i = 0; i < row.size(); ++i)
+        if (std::isnan(row[i])) return static_cast<std::int64_t>(i);
+    for (std::size_t i = 0; i < row.size(); ++i) {
+        bool beaten = false;
+        for (float v : row) beaten = beaten || (largest ? v > row[i] : v < row[i]);
+        if (!beaten) return static_cast<std::int64_t>(i);
+    }
+    return -1;
+}
+
+// How many rows of `x` ([rows, len]) get an index other than the rule's.
+std::int64_t wrong_rows(const std::vector<float>& x, std::int64_t len, const std::vector<std::int64_t>& got, bool largest) {
+    std::int64_t wrong = 0;
+    for (std::size_t r = 0; r < got.size(); ++r) {
+        const std::vector<float> row(x.begin() + static_cast<std::ptrdiff_t>(r) * len,
+                                     x.begin() + static_cast<std::ptrdiff_t>(r + 1) * len);
+        wrong += got[r] != first_extreme(row, largest);
+    }
+    return wrong;
+}
+
+}  // namespace
+
+TEST_CASE("argmax/argmin row kernels: the first extreme, ties, -0/+0, infinities and NaN at every instruction set",
+          "[simd][reduce]") {
+    std::mt19937 rng(11);
+    const float pool[] = {-1.f, 0.f, -0.f, 2.f, 2.f, 0.5f, INFINITY, -INFINITY, 3.f, -3.f};
+    for (std::int64_t len : {1, 2, 7, 8, 15, 16, 17, 31, 32, 33, 64, 100, 257}) {
+        const std::int64_t rows = 24;
+        std::vector<float> x(static_cast<std::size_t>(rows * len));
+        for (std::int64_t r = 0; r < rows; ++r)
+            for (std::int64_t j = 0; j < len; ++j) {
+                float& v = x[static_cast<std::size_t>(r * len + j)];
+                v = r % 3 == 0 ? pool[rng() % std::size(pool)]  // many ties
+                               : std::uniform_real_distribution<float>(-1, 1)(rng);
+                if (r % 4 == 1 && rng() % (len + 1) < 2) v = NAN;  // a NaN now and then, anywhere
+            }
+        const Tensor t = Tensor::from({rows, len}, std::vector<double>(x.begin(), x.end()), DType::f32);
+        for (simd::Isa isa : tg::testing::tested_isas()) {
+            simd::force(isa);
+            INFO(simd::isa_name(isa) << ", rows of " << len);
+            for (bool largest : {true, false}) {
+                const Tensor idx = largest ? argmax(t, 1) : argmin(t, 1);
+                std::vector<std::int64_t> got;
+                for (double v : idx.values()) got.push_back(static_cast<std::int64_t>(v));
+                CHECK(wrong_rows(x, len, got, largest) == 0);
+                // The check catches a planted mistake: the last index on ties instead of the first.
+                if (len >= 16) {
+                    std::vector<std::int64_t> last = got;
+                    for (std::size_t r = 0; r < last.size(); ++r) {
+                        const float* row = x.data() + r * static_cast<std::size_t>(len);
+                        if (std::isnan(row[last[r]])) continue;
+                        for (std::int64_t j = len - 1; j > last[r]; --j)
+                            if (row[j] == row[last[r]]) {
+                                last[r] = j;
+                                break;
+                            }
+                    }
+                    if (last != got) CHECK(wrong_rows(x, len, last, largest) > 0);
+                }
+            }
+        }
+        simd::force(simd::available().back());
     }
 }
