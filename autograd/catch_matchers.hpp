@@ -13,6 +13,9 @@
 // with the first failing row, then every row with the analytic and numeric values, the
 // error, the tolerance and the worst element, and the legend once.
 #pragma once
+#if defined(CATCH_VERSION_MAJOR) && CATCH_VERSION_MAJOR != 2
+#error "tapegrad/autograd/catch_matchers.hpp needs Catch2 v2 (2.13, Debian 12's catch2); with Catch2 v3 call tg::ag::gradcheck and CHECK(report.ok) after INFO(report.table())"
+#endif
 #include <catch2/catch.hpp>
 
 #include <functional>

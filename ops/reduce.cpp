@@ -21,10 +21,9 @@ void sum_rows_f32(const float* x, std::int64_t rows, std::int64_t len, double* o
         double lane[L] = {};
         for (std::int64_t i = 0; i < body; i += L)
             for (std::int64_t j = 0; j < L; ++j) lane[j] += static_cast<double>(x[i + j]);
-        static_assert(L == 16);
-        for (int j = 0; j < 8; ++j) lane[j] = lane[j] + lane[j + 8];
-        for (int j = 0; j < 4; ++j) lane[j] = lane[j] + lane[j + 4];
-        double s = (lane[0] + lane[2]) + (lane[1] + lane[3]);
+        for (std::int64_t w = L / 2; w >= 1; w /= 2)
+            for (std::int64_t j = 0; j < w; ++j) lane[j] = lane[j] + lane[j + w];
+        double s = lane[0];
         for (std::int64_t i = body; i < len; ++i) s += static_cast<double>(x[i]);
         out[r] = s;
     }
@@ -123,13 +122,13 @@ Tensor reduce_sum(const Tensor& x, const std::vector<int>& axes_in, bool keepdim
     // The contiguous cases, through the kernels of ops/reduce_kernels.hpp (vectorised unless
     // the instruction set is Isa::scalar):
     // * f32 (and f16/bf16, summed as f32) whose reduced axes are the innermost ones: every
-    //   output element sums one contiguous row, in the fixed 16-lane f64 order of
+    //   output element sums one contiguous row, in the fixed 32-lane f64 order of
     //   ops/reduce_kernels.hpp (the same for every instruction set, the scalar one included).
     //   This is not the order of the sequential loop below. Both f64 sums are within about
     //   len·2^-53·Σ|x| of the exact sum (the lane-wise one usually closer), far below the
     //   final rounding to the dtype (2^-24 relative for f32): unless cancellation makes Σ|x|
     //   some 2^29/len times the result, the two round to the same value, or to neighbours when
-    //   the exact sum lies that close to a rounding boundary. Rows shorter than 16 are summed
+    //   the exact sum lies that close to a rounding boundary. Rows shorter than 32 are summed
     //   sequentially, as by the loop below.
     // * any float type whose innermost axes are kept: x is a sequence of rows of `len`
     //   elements, each added element-wise into a row of acc, in the sequential order: the

@@ -1,6 +1,6 @@
 // The xsimd bodies of ops/reduce_kernels.hpp, templated on the architecture; included only
 // by the per-architecture translation units (ops/reduce.avx2.cpp, ops/reduce.avx512.cpp).
-// The 16 f64 partial sums are 4 AVX2 vectors or 2 AVX-512 vectors, combined in the order
+// The 32 f64 partial sums are 8 AVX2 vectors or 4 AVX-512 vectors, combined in the order
 // ops/reduce_kernels.hpp fixes for every instruction set. f32 -> f64 widening is a raw
 // intrinsic (xsimd 8.1 cannot convert between batches of different lane counts).
 #pragma once
@@ -34,23 +34,23 @@ void sum_rows_f32(const float* x, std::int64_t rows, std::int64_t len, double* o
     using D = typename Widen<Arch>::D;
     constexpr int W = static_cast<int>(D::size);
     constexpr int NV = static_cast<int>(kLanes) / W;  // vectors of partial sums: lanes [v·W, v·W + W)
-    static_assert(NV * W == kLanes && (NV == 2 || NV == 4));
+    static_assert(NV * W == kLanes);
     const std::int64_t body = len - len % kLanes;
     for (std::int64_t r = 0; r < rows; ++r, x += len) {
         D acc[NV];
         for (int v = 0; v < NV; ++v) acc[v] = D(0.0);
         for (std::int64_t i = 0; i < body; i += kLanes)
-#pragma GCC unroll 4
+#pragma GCC unroll 8
             for (int v = 0; v < NV; ++v) acc[v] = acc[v] + Widen<Arch>::load(x + i + v * W);
-        // lanes j + 8 into j, then j + 4 into j: down to 4 lanes
-        alignas(64) double t[8];
-        if constexpr (NV == 4) {
-            ((acc[0] + acc[2]) + (acc[1] + acc[3])).store_aligned(t);  // [0,4) + [8,12), [4,8) + [12,16)
-        } else {
-            (acc[0] + acc[1]).store_aligned(t);  // [0,8) + [8,16)
-            for (int j = 0; j < 4; ++j) t[j] = t[j] + t[j + 4];
-        }
-        double s = (t[0] + t[2]) + (t[1] + t[3]);
+        // lanes j + 16 into j, j + 8 into j, ... while a step spans whole vectors
+        for (int nv = NV / 2; nv >= 1; nv /= 2)
+            for (int v = 0; v < nv; ++v) acc[v] = acc[v] + acc[v + nv];
+        // then within the vector
+        alignas(64) double t[W];
+        acc[0].store_aligned(t);
+        for (int w = W / 2; w >= 1; w /= 2)
+            for (int j = 0; j < w; ++j) t[j] = t[j] + t[j + w];
+        double s = t[0];
         for (std::int64_t i = body; i < len; ++i) s += static_cast<double>(x[i]);
         out[r] = s;
     }

@@ -7,11 +7,12 @@
 
 namespace tg::simd_reduce {
 
-// The number of f64 partial sums of sum_rows: lane j adds the elements j, j + 16, j + 32, ...
-// of the row's first len - len % 16 elements; then the lanes are added pairwise, j + 8 into j,
-// j + 4 into j, j + 2 into j, lane 1 into lane 0, and the last len % 16 elements are added
-// to that one by one.
-constexpr std::int64_t kLanes = 16;
+// The number of f64 partial sums of sum_rows: lane j adds the elements j, j + 32, j + 64, ...
+// of the row's first len - len % 32 elements; then the lanes are added pairwise, j + 16 into
+// j, j + 8 into j, j + 4 into j, j + 2 into j, lane 1 into lane 0, and the last len % 32
+// elements are added to that one by one. (32 lanes: 4 AVX-512 or 8 AVX2 chains of additions,
+// enough to hide the latency of an addition at the memory's pace.)
+constexpr std::int64_t kLanes = 32;
 
 struct Kernels {
     // out[r] = Σ_j x[r·len + j] in f64, in the order above.

@@ -5,7 +5,7 @@
 // (±0, ±Inf, quiet and signalling NaNs with payloads, subnormals, the f16 overflow boundary,
 // f16 and bf16 ties). Outputs are pre-filled with a sentinel and guarded on both sides, so an
 // element the kernels skip or a write past the end shows. The only tolerance is for the f32
-// row sums against the old sequential order (they use a fixed 16-lane order instead, the same
+// row sums against the old sequential order (they use a fixed 32-lane order instead, the same
 // at every instruction set, which is checked bit for bit: in f64 on the kernels themselves,
 // where any other order of additions shows in the last bits, and after rounding on data whose
 // sum depends on the order).
@@ -499,30 +499,30 @@ Tensor sequential_sum(const Tensor& x, const std::vector<int>& axes, bool keepdi
     return Tensor::from(out_shape, acc, x.dtype());
 }
 
-// The documented 16-lane order of ops/reduce_kernels.hpp for one row, written independently.
-double lane16_sum(const double* x, std::int64_t len) {
-    double lane[16] = {};
-    const std::int64_t body = len / 16 * 16;
-    for (std::int64_t i = 0; i < body; ++i) lane[i % 16] += x[i];
-    for (int w = 8; w >= 4; w /= 2)
+// The documented 32-lane order of ops/reduce_kernels.hpp for one row, written independently.
+double lanes_sum(const double* x, std::int64_t len) {
+    double lane[32] = {};
+    const std::int64_t body = len / 32 * 32;
+    for (std::int64_t i = 0; i < body; ++i) lane[i % 32] += x[i];
+    for (int w = 16; w >= 4; w /= 2)
         for (int j = 0; j < w; ++j) lane[j] += lane[j + w];
     double s = (lane[0] + lane[2]) + (lane[1] + lane[3]);
     for (std::int64_t i = body; i < len; ++i) s += x[i];
     return s;
 }
 
-// For sums over the innermost axes only: the sum of each row in the 16-lane order.
-Tensor lane16_row_sums(const Tensor& x, std::int64_t len, const Shape& out_shape) {
+// For sums over the innermost axes only: the sum of each row in the 32-lane order.
+Tensor lanes_row_sums(const Tensor& x, std::int64_t len, const Shape& out_shape) {
     const std::vector<double> v = x.values();
-    const std::int64_t rows = static_cast<std::int64_t>(v.size()) / len;  // len >= 16
+    const std::int64_t rows = static_cast<std::int64_t>(v.size()) / len;  // len >= 32
     std::vector<double> acc(static_cast<std::size_t>(rows), 0.0);
-    for (std::int64_t r = 0; r < rows; ++r) acc[r] = lane16_sum(v.data() + r * len, len);
+    for (std::int64_t r = 0; r < rows; ++r) acc[r] = lanes_sum(v.data() + r * len, len);
     return Tensor::from(out_shape, acc, x.dtype());
 }
 
 }  // namespace
 
-TEST_CASE("sum kernels: 16-lane row sums and sequential column sums, bit for bit in f64 at every instruction set",
+TEST_CASE("sum kernels: 32-lane row sums and sequential column sums, bit for bit in f64 at every instruction set",
           "[simd][reduce]") {
     const std::vector<std::pair<simd::Isa, const simd_reduce::Kernels*>> tables = [] {
         std::vector<std::pair<simd::Isa, const simd_reduce::Kernels*>> t;
@@ -546,7 +546,7 @@ TEST_CASE("sum kernels: 16-lane row sums and sequential column sums, bit for bit
             // References: the documented lane order; acc[j] += x[r][j] sequentially.
             std::vector<double> want_rows(static_cast<std::size_t>(rows)), want_f = init, want_d = init;
             for (std::int64_t r = 0; r < rows; ++r) {
-                want_rows[r] = lane16_sum(fd.data() + r * len, len);
+                want_rows[r] = lanes_sum(fd.data() + r * len, len);
                 for (std::int64_t j = 0; j < len; ++j) {
                     want_f[j] += fd[r * len + j];
                     want_d[j] += d[r * len + j];
@@ -574,7 +574,7 @@ TEST_CASE("sum kernels: 16-lane row sums and sequential column sums, bit for bit
         }
 }
 
-TEST_CASE("sums: ISA-independent, exact to the sequential order where kept axes are innermost, 16-lane rows otherwise",
+TEST_CASE("sums: ISA-independent, exact to the sequential order where kept axes are innermost, 32-lane rows otherwise",
           "[simd][reduce]") {
     for (std::int64_t n : kSizes) {
         const std::vector<SumCase> cases = {
@@ -592,7 +592,7 @@ TEST_CASE("sums: ISA-independent, exact to the sequential order where kept axes 
         for (std::size_t c = 0; c < cases.size(); ++c) {
             const SumCase& sc = cases[c];
             const std::int64_t numel = shape_numel(sc.shape);
-            // Innermost group: reduced (rows, summed in 16 lanes) or kept (exact to the sequential order)?
+            // Innermost group: reduced (rows, summed in 32 lanes) or kept (exact to the sequential order)?
             std::vector<bool> red(sc.shape.size(), sc.axes.empty());
             for (int a : sc.axes) red[static_cast<std::size_t>(a)] = true;
             bool rows = false, suffix = true, seen_kept = false;
@@ -645,12 +645,12 @@ TEST_CASE("sums: ISA-independent, exact to the sequential order where kept axes 
                         IsaGuard guard;
                         simd::force(simd::Isa::scalar);
                         const Tensor got = reduce_sum(x, sc.axes, keepdim);
-                        if (!rows || !suffix || dt == DType::f64 || len < 16) {
+                        if (!rows || !suffix || dt == DType::f64 || len < simd_reduce::kLanes) {
                             // Innermost axes kept, the generic loop, f64, or rows shorter than one
                             // set of lanes: exactly the sequential sums.
                             check_same(got, seq, any_nan, what.str() + " vs sequential");
                         } else {
-                            check_same(got, lane16_row_sums(x, len, seq.shape()), any_nan, what.str() + " vs 16 lanes");
+                            check_same(got, lanes_row_sums(x, len, seq.shape()), any_nan, what.str() + " vs 32 lanes");
                             if (data == 0) {  // no cancellation: within the documented bound of the sequential sums
                                 const std::vector<double> g = got.values(), s = seq.values(), xv = x.values();
                                 for (std::size_t i = 0; i < g.size(); ++i) {
