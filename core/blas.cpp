@@ -1,4 +1,5 @@
 #include "tapegrad/core/blas.hpp"
+#include "tapegrad/core/env.hpp"
 
 #include <cblas.h>
 
@@ -32,14 +33,7 @@ int fit_int(std::int64_t v, const char* what) {
 }
 
 int initial_threads() {
-    if (const char* e = std::getenv("TAPEGRAD_NUM_THREADS"); e && *e) {
-        int n = 0;
-        const char* end = e + std::strlen(e);
-        const auto [p, ec] = std::from_chars(e, end, n);
-        if (ec != std::errc() || p != end || n < 1 || n > kMaxThreads)
-            fail("TAPEGRAD_NUM_THREADS", "TAPEGRAD_NUM_THREADS='", e, "' is not an integer in 1..", kMaxThreads);
-        return n;
-    }
+    if (const std::optional<std::int64_t> n = env::integer("TAPEGRAD_NUM_THREADS", 1, kMaxThreads)) return static_cast<int>(*n);
     const unsigned hc = std::thread::hardware_concurrency();
     return hc == 0 ? 1 : std::min(kMaxThreads, static_cast<int>(hc));
 }

@@ -1,4 +1,5 @@
 #include "tapegrad/core/simd.hpp"
+#include "tapegrad/core/env.hpp"
 
 #include <atomic>
 #include <cstdlib>
@@ -22,9 +23,9 @@ bool supports(Isa isa) {
 }
 
 Isa initial() {
-    if (const char* e = std::getenv("TAPEGRAD_SIMD")) {
-        const Isa want = parse_isa(e);
-        if (!supports(want)) fail("TAPEGRAD_SIMD", "TAPEGRAD_SIMD=", e, ": this CPU does not support it");
+    if (const std::optional<std::string> e = env::choice("TAPEGRAD_SIMD", {"scalar", "avx2", "avx512"})) {
+        const Isa want = parse_isa(*e);
+        if (!supports(want)) fail("TAPEGRAD_SIMD", "TAPEGRAD_SIMD=", *e, ": this CPU does not support it");
         return want;
     }
     return available().back();

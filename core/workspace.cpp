@@ -1,4 +1,5 @@
 #include "tapegrad/core/workspace.hpp"
+#include "tapegrad/core/env.hpp"
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -144,13 +145,7 @@ std::int64_t parse_bytes(const std::string& v) {
 }
 
 std::int64_t default_memory_limit() {
-    if (const char* e = std::getenv("TAPEGRAD_MEMORY_LIMIT")) {
-        const std::int64_t b = parse_bytes(e);
-        if (b < 0)
-            fail("TAPEGRAD_MEMORY_LIMIT", "TAPEGRAD_MEMORY_LIMIT='", std::string(e).substr(0, 40),
-                 "' is not a byte count (e.g. 8G, 512M, 1000000)");
-        return b;
-    }
+    if (const std::optional<std::int64_t> b = env::bytes("TAPEGRAD_MEMORY_LIMIT")) return *b;
     // Three quarters of the physical memory.
     const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
     if (pages <= 0 || page <= 0) return std::int64_t{1} << 62;

@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "fuzz_file.hpp"
+#include "tapegrad/core/env.hpp"
 #include "tapegrad/core/npy.hpp"
 #include "tapegrad/spec/case_file.hpp"
 #include "tapegrad/spec/opset.hpp"
@@ -58,10 +59,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         } else if (tg::run_op(r, in).shape() != r.result_shape) {
             std::abort();
         }
-        if (std::getenv("TAPEGRAD_FUZZ_VERBOSE")) std::fprintf(stderr, "ran %s -> %s\n", r.name.c_str(), tg::shape_str(r.result_shape).c_str());
+        if (tg::env::text("TAPEGRAD_FUZZ_VERBOSE")) std::fprintf(stderr, "ran %s -> %s\n", r.name.c_str(), tg::shape_str(r.result_shape).c_str());
     } catch (const tg::Error& e) {
         // TAPEGRAD_FUZZ_VERBOSE=1 shows what each corpus file does, for corpus upkeep.
-        if (std::getenv("TAPEGRAD_FUZZ_VERBOSE")) std::fprintf(stderr, "error: %s\n", e.what());
+        if (tg::env::text("TAPEGRAD_FUZZ_VERBOSE")) std::fprintf(stderr, "error: %s\n", e.what());
     }
     return 0;
 }

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "fuzz_file.hpp"
+#include "tapegrad/core/env.hpp"
 #include "tapegrad/nn/checkpoint.hpp"
 
 namespace {
@@ -126,9 +127,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                 if (t.numel() != tg::shape_numel(t.shape())) std::abort();
             tg::nn::load_checkpoint(model, dir.string(), false);
         }
-        if (std::getenv("TAPEGRAD_FUZZ_VERBOSE")) std::fprintf(stderr, "loaded\n");
+        if (tg::env::text("TAPEGRAD_FUZZ_VERBOSE")) std::fprintf(stderr, "loaded\n");
     } catch (const tg::Error& e) {
-        if (std::getenv("TAPEGRAD_FUZZ_VERBOSE")) std::fprintf(stderr, "error: %s\n", e.what());
+        if (tg::env::text("TAPEGRAD_FUZZ_VERBOSE")) std::fprintf(stderr, "error: %s\n", e.what());
     }
     return 0;
 }

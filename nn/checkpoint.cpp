@@ -1,4 +1,5 @@
 #include "tapegrad/nn/checkpoint.hpp"
+#include "tapegrad/core/env.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -41,10 +42,8 @@ struct FaultCounter {
     FaultCounter() {
         if (g_fault_set.load()) {
             fault = g_fault.load();
-        } else if (const char* e = std::getenv("TAPEGRAD_CHECKPOINT_FAULT"); e && *e) {
-            char* end = nullptr;
-            const long v = std::strtol(e, &end, 10);
-            if (*end == '\0' && v >= 0 && v < 1000000) fault = static_cast<int>(v);
+        } else if (const std::optional<std::int64_t> v = env::integer("TAPEGRAD_CHECKPOINT_FAULT", 0, 999999)) {
+            fault = static_cast<int>(*v);
         }
     }
     void point() {

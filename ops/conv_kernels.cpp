@@ -1,4 +1,5 @@
 #include "tapegrad/ops/conv_kernels.hpp"
+#include "tapegrad/core/env.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -25,11 +26,8 @@ std::atomic<std::int64_t> g_workspace{std::int64_t{64} << 20};
 // thrown where a transposed convolution runs (so a program can catch it and report it), not
 // a termination before main.
 TransposedAlgo initial_transposed_algo() {
-    const char* e = std::getenv("TAPEGRAD_TRANSPOSED");
-    if (!e || !std::strcmp(e, "auto")) return TransposedAlgo::Auto;
-    if (!std::strcmp(e, "col2im")) return TransposedAlgo::Col2im;
-    if (!std::strcmp(e, "phases")) return TransposedAlgo::Phases;
-    fail("TAPEGRAD_TRANSPOSED", "TAPEGRAD_TRANSPOSED='", e, "' must be auto, col2im or phases");
+    const std::optional<std::string> e = env::choice("TAPEGRAD_TRANSPOSED", {"auto", "col2im", "phases"});
+    return !e || *e == "auto" ? TransposedAlgo::Auto : *e == "col2im" ? TransposedAlgo::Col2im : TransposedAlgo::Phases;
 }
 std::atomic<TransposedAlgo>& transposed_setting() {
     static std::atomic<TransposedAlgo> s{initial_transposed_algo()};

@@ -10,6 +10,7 @@
 
 #include "support_files.hpp"
 #include "tapegrad/data/image.hpp"
+#include "tapegrad/core/env.hpp"
 #include "tapegrad/tapegrad.hpp"
 
 using namespace tg;
@@ -179,4 +180,38 @@ TEST_CASE(".npy and PNG outputs keep the mode of the file they replace, and hono
     CHECK((st.st_mode & 0777) == 0640);
     REQUIRE(::stat(png.c_str(), &st) == 0);
     CHECK((st.st_mode & 0777) == 0640);
+}
+
+TEST_CASE("the environment reader: unset and empty mean not given, every bad value is named", "[reliability][env]") {
+    const char* name = "TAPEGRAD_TEST_SETTING";
+    ::unsetenv(name);
+    CHECK_FALSE(env::text(name));
+    CHECK_FALSE(env::integer(name, 1, 4));
+    ::setenv(name, "", 1);
+    CHECK_FALSE(env::choice(name, {"a", "b"}));
+    ::setenv(name, "3", 1);
+    CHECK(env::integer(name, 1, 4) == 3);
+    CHECK_THROWS_WITH(env::integer(name, 1, 2), "TAPEGRAD_TEST_SETTING='3' is not an integer in 1..2");
+    ::setenv(name, "3x", 1);
+    CHECK_THROWS_WITH(env::integer(name, 1, 4), Catch::Contains("'3x' is not an integer in 1..4"));
+    ::setenv(name, "phases", 1);
+    CHECK(env::choice(name, {"auto", "col2im", "phases"}) == "phases");
+    ::setenv(name, "Phases", 1);
+    CHECK_THROWS_WITH(env::choice(name, {"auto", "col2im", "phases"}),
+                      "TAPEGRAD_TEST_SETTING='Phases' must be auto, col2im or phases");
+    ::setenv(name, "512M", 1);
+    CHECK(env::bytes(name) == std::int64_t{512} << 20);
+    ::setenv(name, "lots", 1);
+    CHECK_THROWS_WITH(env::bytes(name), Catch::Contains("'lots' is not a byte count"));
+    ::setenv(name, std::string(100, '9').c_str(), 1);  // a long value is cut in the message
+    CHECK_THROWS_WITH(env::integer(name, 1, 4), Catch::Contains(std::string(40, '9') + "...'"));
+    ::unsetenv(name);
+    // Through the command line: each setting is one error line naming it.
+    TempDir scratch;
+    for (const char* bad : {"TAPEGRAD_SIMD=avx1024", "TAPEGRAD_MEMORY_LIMIT=lots", "TAPEGRAD_NUM_THREADS=0"}) {
+        INFO(bad);
+        const CommandResult r = run_tapegrad({"bench", "--shapes", "none.json"}, scratch, {bad});
+        CHECK(r.exit_code == 1);
+        CHECK_THAT(r.err, Catch::StartsWith("error: ") && Catch::Contains(std::string(bad).substr(0, std::string(bad).find('='))));
+    }
 }

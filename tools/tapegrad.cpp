@@ -11,6 +11,7 @@
 #include "commands.hpp"
 #include "tapegrad/core/blas.hpp"
 #include "tapegrad/core/npy.hpp"
+#include "tapegrad/core/simd.hpp"
 #include "tapegrad/core/workspace.hpp"
 #include "tapegrad/ops/conv_explain.hpp"
 #include "tapegrad/ops/conv_kernels.hpp"
@@ -128,6 +129,8 @@ int main(int argc, char** argv) {
         // error line (the library reads each on first use, whichever op that is).
         (void)tg::num_threads();
         (void)tg::transposed_algo();
+        (void)tg::simd::active();
+        (void)tg::memory_limit();
         if (bench.chosen()) return tg::cmd_bench(bench_args);
         auto count = [](const char* option, const std::string& v) {
             const std::int64_t n = tg::parse_byte_count(v);
