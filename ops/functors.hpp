@@ -130,14 +130,6 @@ struct Step {
     }
 };
 
-// log(1 + e^x) without overflow.
-struct Softplus {
-    template <class T>
-    static constexpr bool vector = false;
-    template <class T>
-    T operator()(T x) const { return (x > T(0) ? x : T(0)) + std::log1p(std::exp(-std::fabs(x))); }
-};
-
 // min(max(x, lo), hi) as PyTorch: NaN stays NaN; lo > hi gives hi everywhere.
 template <class S>
 struct Clamp {
@@ -242,6 +234,45 @@ private:
     }
 };
 
+// log(1 + e^x) without overflow: max(x, 0) + log1p(e^-|x|). In f32, e = Exp's e^-|x| and
+// log1p(e) = log(u)·e/(u − 1) with u = 1 + e as rounded (e itself where u = 1), log(u) for u
+// in [1, 2] from 2·atanh(s) = 2(s + s³/3 + ... + s¹³/13), s = (u − 1)/(u + 1) <= 1/3: the
+// scalar and vector forms do the same operations, so every instruction set gives the same
+// bits; within 3 ulp of the exact value (2.3 measured over [-100, 100]).
+struct Softplus {
+    template <class T>
+    static constexpr bool vector = std::is_same_v<T, float>;
+    static constexpr float kC[6] = {1.0f / 3, 1.0f / 5, 1.0f / 7, 1.0f / 9, 1.0f / 11, 1.0f / 13};
+
+    template <class T>
+    T operator()(T x) const {
+        if constexpr (!std::is_same_v<T, float>) {
+            return (x > T(0) ? x : T(0)) + std::log1p(std::exp(-std::fabs(x)));
+        } else {
+            if (x != x) return x;
+            const float e = Exp{}(-std::fabs(x)), u = 1.0f + e;
+            const float s = (u - 1.0f) / (u + 1.0f), s2 = s * s;
+            float p = kC[5];
+            for (int i = 4; i >= 0; --i) p = std::fma(p, s2, kC[i]);
+            const float log_u = 2.0f * std::fma(s * s2, p, s);
+            const float l1p = u == 1.0f ? e : log_u * (e / (u - 1.0f));
+            return (x > 0.0f ? x : 0.0f) + l1p;
+        }
+    }
+    template <class A>
+    xsimd::batch<float, A> operator()(xsimd::batch<float, A> x) const {
+        using V = xsimd::batch<float, A>;
+        const V one(1.0f), zero(0.0f);
+        const V e = Exp{}(xsimd::select(x > zero, -x, x)), u = one + e;  // -|x| (NaN stays NaN)
+        const V s = (u - one) / (u + one), s2 = s * s;
+        V p(kC[5]);
+        for (int i = 4; i >= 0; --i) p = fused(p, s2, V(kC[i]));
+        const V log_u = V(2.0f) * fused(s * s2, p, s);
+        const V l1p = xsimd::select(u == one, e, log_u * (e / (u - one)));
+        return xsimd::select(xsimd::isnan(x), x, xsimd::select(x > zero, x, zero) + l1p);
+    }
+};
+
 struct Log {
     template <class T>
     static constexpr bool vector = false;
@@ -337,6 +368,6 @@ struct Ge { template <class T> bool operator()(T a, T b) const { return a >= b; 
 #define TG_VECTOR_FUNCTORS(X)                                                                      \
     X(tg::fn::Neg, float) X(tg::fn::Neg, double) X(tg::fn::Abs, float) X(tg::fn::Abs, double)      \
     X(tg::fn::Relu, float) X(tg::fn::Relu, double) X(tg::fn::Sqrt, float) X(tg::fn::Sqrt, double)  \
-    X(tg::fn::Rsqrt, double) X(tg::fn::Exp, float)                                                \
+    X(tg::fn::Rsqrt, double) X(tg::fn::Exp, float) X(tg::fn::Softplus, float)                     \
     X(tg::fn::Clamp<double>, float) X(tg::fn::Clamp<double>, double) X(tg::fn::LeakyRelu<double>, float) \
     X(tg::fn::LeakyRelu<double>, double) X(tg::fn::Step<double>, float) X(tg::fn::Step<double>, double)
