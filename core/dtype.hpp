@@ -25,6 +25,9 @@ double dtype_epsilon(DType t);
 
 // The type kernels compute a float dtype in: f64 for f64, f32 for f32, f16 and bf16.
 inline DType compute_dtype(DType t) { return t == DType::f64 ? DType::f64 : DType::f32; }
+// The type any dtype's values are added and compared in: compute_dtype for the floats, i64
+// for bool, the integer type itself otherwise.
+inline DType accumulate_dtype(DType t) { return is_float(t) ? compute_dtype(t) : t == DType::b8 ? DType::i64 : t; }
 
 // The one dtype dispatch of the kernels: calls f(T{}) with T the C++ type of the compute
 // dtype `ct` (double for f64, float otherwise).

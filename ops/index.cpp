@@ -34,8 +34,6 @@ void around(const Shape& s, int axis, std::int64_t& outer, std::int64_t& inner) 
     for (std::size_t a = static_cast<std::size_t>(axis) + 1; a < s.size(); ++a) inner *= s[a];
 }
 
-// The dtype additions run in: f64, f32 (also for f16/bf16), i32, i64 (also for bool).
-DType add_dtype(DType d) { return is_float(d) ? compute_dtype(d) : d == DType::b8 ? DType::i64 : d; }
 
 template <class F>
 void with_add_type(DType d, F&& f) {
@@ -125,7 +123,7 @@ Tensor index_add(const Tensor& t, int axis, const Tensor& index, const Tensor& s
     if (src.shape() != want)
         fail("shape", "index_add: the source ", shape_str(src.shape()), " must have shape ", shape_str(want),
              " (the input ", shape_str(t.shape()), " with ", m, " indices on axis ", ax, ")");
-    const DType at = add_dtype(t.dtype());
+    const DType at = accumulate_dtype(t.dtype());
     Tensor out = t.to(at).clone();
     const Tensor S = src.to(at).contiguous();
     std::int64_t outer, inner;
@@ -173,7 +171,7 @@ Tensor scatter_add(const Tensor& t, int axis, const Tensor& index, const Tensor&
         fail("shape", "scatter_add: the source ", shape_str(src.shape()), " must have the input's rank ", t.ndim());
     check_gather_shapes(t, ax, index, &src, "scatter_add");
     const Tensor ix = checked_index(index, t.shape()[static_cast<std::size_t>(ax)], "scatter_add", "index");
-    const DType at = add_dtype(t.dtype());
+    const DType at = accumulate_dtype(t.dtype());
     Tensor out = t.to(at).clone();
     const Tensor S = src.to(at).contiguous();
     const std::int64_t stride = contiguous_strides(t.shape())[static_cast<std::size_t>(ax)];

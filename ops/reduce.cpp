@@ -304,7 +304,6 @@ decltype(auto) with_value_type(DType d, F&& f) {
     }
 }
 
-DType value_dtype(DType d) { return is_float(d) ? compute_dtype(d) : d == DType::b8 ? DType::i64 : d; }
 
 void need_float_reduce(const Tensor& x, const char* op) {
     if (!x.defined()) fail("input", op, ": the input is undefined");
@@ -369,7 +368,7 @@ ValuesIndices extreme(const Tensor& x, int axis, bool keepdim, const char* op, b
     const int ax = normalize_axes({axis}, x.ndim(), op)[0];
     if (x.shape()[static_cast<std::size_t>(ax)] == 0)
         fail("axis", op, ": axis ", axis, " of ", shape_str(x.shape()), " is empty (no element to pick)");
-    const DType vt = value_dtype(x.dtype());
+    const DType vt = accumulate_dtype(x.dtype());
     const Rows r = rows_of(x, {ax}, keepdim, op, vt);
     ValuesIndices out{Tensor::empty(r.out_shape, vt), Tensor::empty(r.out_shape, DType::i64)};
     std::int64_t* pi = out.indices.data<std::int64_t>();
