@@ -252,10 +252,8 @@ void strided_copy(const T* src, Shape shape, Shape strides, std::int64_t offset,
             outer_st.push_back(st[a]);
             outer_dst.push_back(dst_st[a]);
         }
-    const std::int64_t n_outer = shape_numel(outer_sh);
-    std::vector<std::int64_t> idx(outer_sh.size(), 0);
-    std::int64_t so = offset, d0 = 0;
-    for (std::int64_t o = 0; o < n_outer; ++o) {
+    for_each_broadcast(outer_sh, outer_st, outer_dst, [&](std::int64_t, std::int64_t outer_src, std::int64_t d0) {
+        const std::int64_t so = offset + outer_src;
         if (st[L] == 1) {
             std::memcpy(dst + d0, src + so, static_cast<std::size_t>(n_last) * sizeof(T));
         } else if (k != L) {
@@ -282,15 +280,7 @@ void strided_copy(const T* src, Shape shape, Shape strides, std::int64_t offset,
         } else {
             for (std::int64_t j = 0; j < n_last; ++j) dst[d0 + j] = src[so + j * st[L]];
         }
-        for (std::size_t a = outer_sh.size(); a-- > 0;) {
-            so += outer_st[a];
-            d0 += outer_dst[a];
-            if (++idx[a] < outer_sh[a]) break;
-            so -= outer_st[a] * outer_sh[a];
-            d0 -= outer_dst[a] * outer_sh[a];
-            idx[a] = 0;
-        }
-    }
+    });
 }
 
 }  // namespace

@@ -123,6 +123,28 @@ int normalize_axis(int axis, int ndim, const char* op);
 // Row-major strides of a shape, in elements.
 Shape contiguous_strides(const Shape& shape);
 
+// Calls f(k, ia, ib) for every element k of shape `out` in C order, with the matching
+// element offsets of two strided tensors (strides sa, sb in elements; 0 on a broadcast
+// axis): the one odometer over shapes of the library.
+template <class F>
+void for_each_broadcast(const Shape& out, const Shape& sa, const Shape& sb, F&& f) {
+    const std::int64_t n = shape_numel(out);
+    const int nd = static_cast<int>(out.size());
+    std::vector<std::int64_t> idx(static_cast<std::size_t>(nd), 0);
+    std::int64_t ia = 0, ib = 0;
+    for (std::int64_t k = 0; k < n; ++k) {
+        f(k, ia, ib);
+        for (int a = nd - 1; a >= 0; --a) {
+            ia += sa[a];
+            ib += sb[a];
+            if (++idx[a] < out[a]) break;
+            ia -= sa[a] * out[a];
+            ib -= sb[a] * out[a];
+            idx[a] = 0;
+        }
+    }
+}
+
 // The multi-index of element `flat` (C order) of a tensor of this shape.
 Shape unravel_index(std::int64_t flat, const Shape& shape);
 

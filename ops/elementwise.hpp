@@ -26,26 +26,6 @@ Tensor binary_op(BinaryOp op, const Tensor& a, const Tensor& b);
 // stride 0 on the axes it is broadcast along).
 Shape broadcast_strides(const Shape& s, const Shape& out);
 
-// Calls f(k, ia, ib) for every output element k in C order, with the matching element
-// offsets of two broadcast operands (strides sa, sb in elements).
-template <class F>
-void for_each_broadcast(const Shape& out, const Shape& sa, const Shape& sb, F&& f) {
-    const std::int64_t n = shape_numel(out);
-    const int nd = static_cast<int>(out.size());
-    std::vector<std::int64_t> idx(static_cast<std::size_t>(nd), 0);
-    std::int64_t ia = 0, ib = 0;
-    for (std::int64_t k = 0; k < n; ++k) {
-        f(k, ia, ib);
-        for (int a = nd - 1; a >= 0; --a) {
-            ia += sa[a];
-            ib += sb[a];
-            if (++idx[a] < out[a]) break;
-            ia -= sa[a] * out[a];
-            ib -= sb[a] * out[a];
-            idx[a] = 0;
-        }
-    }
-}
 
 // out[k] = f(x[k]) for k < n: the vector loop of the active instruction set for functor F
 // (ops/functors.hpp) where F has a batch form for T, then f's scalar form for the rest. Every
