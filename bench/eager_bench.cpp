@@ -63,11 +63,6 @@ int main(int argc, char** argv) {
     cl.flag("--json", as_json, "one JSON object per line");
     try {
         if (!cl.parse(argc, argv)) return 0;
-    } catch (const std::exception& e) {
-        std::fprintf(stderr, "error: %s\n", e.what());
-        return 1;
-    }
-    try {
         set_num_threads(threads);
         manual_seed(0);
         const Tensor a = randn({kSide, kSide}), b = randn({kSide, kSide}), row = randn({kSide});

@@ -56,11 +56,6 @@ int main(int argc, char** argv) {
     cl.flag("--json", as_json, "one JSON object");
     try {
         if (!cl.parse(argc, argv)) return 0;
-    } catch (const std::exception& e) {
-        std::fprintf(stderr, "error: %s\n", e.what());
-        return 1;
-    }
-    try {
         set_num_threads(1);
         const ag::Variable c = ag::constant(Tensor::full({1}, 1.0001));
         std::vector<double> off, on, back;
