@@ -120,4 +120,10 @@ inline CommandResult run_tapegrad(const std::vector<std::string>& args, const Te
     return run_program(TAPEGRAD_EXE, args, scratch, env);
 }
 
+// The command line's contract for a refused input: exit status 1 and exactly one stderr
+// line, starting with "error: ".
+inline bool one_error_line(const CommandResult& r) {
+    return r.exit_code == 1 && r.err.rfind("error: ", 0) == 0 && r.err.find('\n') == r.err.size() - 1;
+}
+
 }  // namespace tg::testsov

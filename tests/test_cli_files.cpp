@@ -33,10 +33,6 @@ struct Case {
     }
 };
 
-bool one_error_line(const CommandResult& r) {
-    return r.exit_code == 1 && r.err.rfind("error: ", 0) == 0 && r.err.find('\n') == r.err.size() - 1;
-}
-
 }  // namespace
 
 TEST_CASE("cli files: the same file under two spellings is one output", "[cli][files]") {

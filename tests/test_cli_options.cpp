@@ -30,10 +30,6 @@ Parsed parse(std::vector<std::string> args) {
     return p;
 }
 
-bool one_error_line(const CommandResult& r) {
-    return r.exit_code == 1 && r.err.rfind("error: ", 0) == 0 && r.err.find('\n') == r.err.size() - 1;
-}
-
 }  // namespace
 
 TEST_CASE("cli options: edit distance and the nearest name, by hand", "[cli][options]") {
