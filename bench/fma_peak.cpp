@@ -1,6 +1,6 @@
 // The FMA throughput ceiling of one core: independent chains of vector FMAs in registers
 // (no memory traffic), timed on the thread's CPU clock, at each instruction set the CPU has
-// (core/simd.hpp). It is the yardstick for the conv and GEMM figures in bench/RESULTS.md: a
+// (tapegrad/core/simd.hpp). It is the yardstick for the conv and GEMM figures in bench/RESULTS.md: a
 // GEMM-bound layer cannot run faster than this, whatever the library.
 //     build/release/fma_peak [--seconds S]   (S per instruction set, default 1)
 #include <cstdio>

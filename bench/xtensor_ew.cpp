@@ -1,4 +1,4 @@
-// xtensor's expression engine against tapegrad's own element-wise kernels (ops/math.hpp), at
+// xtensor's expression engine against tapegrad's own element-wise kernels (tapegrad/ops/math.hpp), at
 // one thread, on 16 MiB f32 tensors: a broadcasting add ([1024, 4096] + [4096]), a same-shape
 // add and exp. The contenders alternate, 15 rounds; the median of the per-round time ratios
 // (xtensor / ours) is printed for each case, so a busy machine slows both sides alike.

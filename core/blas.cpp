@@ -50,7 +50,7 @@ std::atomic<int>& thread_setting() {
     return n;
 }
 
-// f32 runs on tapegrad's own xsimd GEMM (core/gemm_kernel.hpp) unless the build chose
+// f32 runs on tapegrad's own xsimd GEMM (tapegrad/core/gemm_kernel.hpp) unless the build chose
 // OpenBLAS (TAPEGRAD_GEMM=openblas) or the CPU has no AVX2; f64 always runs on OpenBLAS.
 template <class T>
 void blas_call(bool ta, bool tb, int M, int N, int K, T alpha, const T* A, int lda, const T* B, int ldb, T beta, T* C,

@@ -1,4 +1,4 @@
-// The bulk 16-bit conversions compiled for AVX-512 (F, CD, DQ, BW, VL); see core/convert_kernel.hpp.
+// The bulk 16-bit conversions compiled for AVX-512 (F, CD, DQ, BW, VL); see tapegrad/core/convert_kernel.hpp.
 #include "tapegrad/core/convert_kernel.hpp"
 
 TG_INSTANTIATE_CONVERT(xsimd::avx512bw, avx512)

@@ -1,4 +1,4 @@
-// operator<< for Tensor: PyTorch-like text (see core/tensor.hpp).
+// operator<< for Tensor: PyTorch-like text (see tapegrad/core/tensor.hpp).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>

@@ -318,7 +318,7 @@ Tensor Tensor::to(DType dtype) const {
     const std::int64_t n = numel();
     const std::byte* s = static_cast<const std::byte*>(src.raw_data());
     std::byte* d = out.storage_->bytes.get();
-    // 16-bit <-> f32: the bulk conversions of core/convert.hpp, vectorised and bit for bit
+    // 16-bit <-> f32: the bulk conversions of tapegrad/core/convert.hpp, vectorised and bit for bit
     // f32_to_f16 ... bf16_to_f32. (The generic loop below passes through f64, which quiets a
     // signalling NaN: f16 0x7c01 became 0x7fc02000; now it is 0x7f802000, as f16_to_f32 has
     // it.) f32 <-> f64: plain casts, as load() and store() do them.

@@ -12,7 +12,7 @@
 // --resume DIR the run continues from the checkpoint in DIR and keeps saving there.
 //
 // Reproducibility: the model is initialised from --seed, epoch e's data order is a function
-// of (seed, e) (data/loader.hpp), and the layers' own randomness (dropout) is reseeded from
+// of (seed, e) (tapegrad/data/loader.hpp), and the layers' own randomness (dropout) is reseeded from
 // (seed, e) at the start of every epoch; so a run is a function of its options and thread
 // count, and a run resumed at an epoch boundary computes bit for bit what the uninterrupted
 // run computes (the checkpoint holds the model, Adam's state and the loss history).

@@ -1,7 +1,7 @@
 // Lesson 1: gradient-checking a user-defined op (docs/lessons.md, section 1).
 //
 // You write an op's forward (any code at all) and its backward, and ag::record() puts the
-// pair on the tape. Three checks from autograd/gradcheck.hpp then say whether the
+// pair on the tape. Three checks from tapegrad/autograd/gradcheck.hpp then say whether the
 // backward is right, and each one catches a different kind of mistake:
 //
 //   gradcheck      the tape's gradient Jᵀv against central finite differences, in f64

@@ -1,4 +1,4 @@
-// libFuzzer target: a case file (spec/case_file.hpp) through the op table, the padding rules,
+// libFuzzer target: a case file (tapegrad/spec/case_file.hpp) through the op table, the padding rules,
 // the geometry and the op itself, on tiny tensors. The fuzzer writes the JSON; the inputs it
 // may name are small .npy files made once at start-up (1-D, 2-D and 3-D data, filters of
 // several layouts, output_shape lists, a bias, a gradient). Every input must run or raise

@@ -1,4 +1,4 @@
-// libFuzzer target: the checkpoint loader (nn/checkpoint.hpp) on arbitrary bytes. Every
+// libFuzzer target: the checkpoint loader (tapegrad/nn/checkpoint.hpp) on arbitrary bytes. Every
 // input must either load or raise tg::Error; anything else is a finding.
 //
 // Input: one flag byte, then the MANIFEST, then files, each introduced by a line

@@ -1,4 +1,4 @@
-// libFuzzer target: the IDX reader (data/idx.hpp) on arbitrary bytes, plain or gzip. Every
+// libFuzzer target: the IDX reader (tapegrad/data/idx.hpp) on arbitrary bytes, plain or gzip. Every
 // input must load or raise tg::Error.
 #include <cstdlib>
 

@@ -1,4 +1,4 @@
-// libFuzzer target: the .npy reader (core/npy.hpp) on arbitrary bytes. Every input must
+// libFuzzer target: the .npy reader (tapegrad/core/npy.hpp) on arbitrary bytes. Every input must
 // either load or raise tg::Error; anything else (a crash, a sanitizer report, another
 // exception type, a tensor whose size disagrees with its shape) is a finding.
 #include <cstdlib>

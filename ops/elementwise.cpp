@@ -29,10 +29,10 @@ T apply_binary(BinaryOp op, T a, T b) {
     return T(0);
 }
 
-// The vector kernels (ops/elementwise_kernels.hpp) of the active instruction set for T, or
+// The vector kernels (tapegrad/ops/elementwise_kernels.hpp) of the active instruction set for T, or
 // null for Isa::scalar. They cover the contiguous paths below: same-shape and scalar-operand
 // binary ops and affine, each lane bit for bit the scalar expression (the unary maps are the
-// functors of ops/functors.hpp, run by vector_map). The broadcasting paths walk runs.
+// functors of tapegrad/ops/functors.hpp, run by vector_map). The broadcasting paths walk runs.
 template <class T>
 const simd_ew::Kernels<T>* vector_kernels() {
     const simd::Isa isa = simd::active();

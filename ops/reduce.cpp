@@ -119,11 +119,11 @@ Tensor reduce_sum(const Tensor& x, const std::vector<int>& axes_in, bool keepdim
         }
     };
     const simd_reduce::Kernels& kern = reduce_kernels();
-    // The contiguous cases, through the kernels of ops/reduce_kernels.hpp (vectorised unless
+    // The contiguous cases, through the kernels of tapegrad/ops/reduce_kernels.hpp (vectorised unless
     // the instruction set is Isa::scalar):
     // * f32 (and f16/bf16, summed as f32) whose reduced axes are the innermost ones: every
     //   output element sums one contiguous row, in the fixed 32-lane f64 order of
-    //   ops/reduce_kernels.hpp (the same for every instruction set, the scalar one included).
+    //   tapegrad/ops/reduce_kernels.hpp (the same for every instruction set, the scalar one included).
     //   This is not the order of the sequential loop below. Both f64 sums are within about
     //   len·2^-53·Σ|x| of the exact sum (the lane-wise one usually closer), far below the
     //   final rounding to the dtype (2^-24 relative for f32): unless cancellation makes Σ|x|

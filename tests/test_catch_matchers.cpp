@@ -1,4 +1,4 @@
-// The Catch2 matchers users put in their own test suites (autograd/catch_matchers.hpp):
+// The Catch2 matchers users put in their own test suites (tapegrad/autograd/catch_matchers.hpp):
 // a correct op passes each, and an op with a planted backward mistake fails with the report.
 #include "tapegrad/autograd/catch_matchers.hpp"
 

@@ -1,4 +1,4 @@
-// Crash-safe checkpoints (nn/checkpoint.hpp): the on-disk format, checksums and fallback
+// Crash-safe checkpoints (tapegrad/nn/checkpoint.hpp): the on-disk format, checksums and fallback
 // to the previous generation, optimizer state for exact resumption, and saves killed at
 // every step (in a forked child) leaving a whole checkpoint behind.
 #include <algorithm>

@@ -1,4 +1,4 @@
-// explain from C++ (ops/conv_explain.hpp, nn::Conv::explain, nn::ConvTranspose::explain):
+// explain from C++ (tapegrad/ops/conv_explain.hpp, nn::Conv::explain, nn::ConvTranspose::explain):
 // the numbers and sizes computed by hand, the warnings, and the same text as `tapegrad
 // explain` prints for the equivalent case file (one implementation).
 #include <catch2/catch.hpp>

@@ -12,7 +12,7 @@
 // since paths in a case are relative to the case file. Two cases run at a time.
 // Under the sanitizers a launch of the instrumented CLI costs far more than the case itself,
 // so there one case in eight runs as a process and the others in-process through
-// tg::run_case (spec/run_case.hpp), which is all of `tapegrad run` but the printing of the
+// tg::run_case (tapegrad/spec/run_case.hpp), which is all of `tapegrad run` but the printing of the
 // error line; the optimized build runs every case as a process.
 #include <fcntl.h>
 #include <signal.h>

@@ -1,4 +1,4 @@
-// The IDX reader (data/idx.hpp) on hand-written files, plain and gzip-compressed, and on the
+// The IDX reader (tapegrad/data/idx.hpp) on hand-written files, plain and gzip-compressed, and on the
 // real Fashion-MNIST files: values and shapes, then every way a file can be wrong, each
 // refused with an error that names the file before anything large is allocated.
 #include <catch2/catch.hpp>

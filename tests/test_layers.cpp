@@ -1,4 +1,4 @@
-// nn/layers.hpp and the module modes: train/eval propagation, pooling values and
+// tapegrad/nn/layers.hpp and the module modes: train/eval propagation, pooling values and
 // gradients by hand.
 #include <catch2/catch.hpp>
 

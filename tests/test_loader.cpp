@@ -1,4 +1,4 @@
-// The data loader (data/loader.hpp): every index exactly once per epoch, the same order for
+// The data loader (tapegrad/data/loader.hpp): every index exactly once per epoch, the same order for
 // the same (seed, epoch) and another for another epoch, the shuffle pinned to the documented
 // algorithm (a reimplementation on std::mt19937_64 and values computed independently), the
 // rank split disjoint, equal and complete, limit, batch shapes (last partial batch kept) and
@@ -39,7 +39,7 @@ std::vector<std::int64_t> iota(std::int64_t n) {
     return v;
 }
 
-// epoch_order as data/loader.hpp documents it, written again from that text with
+// epoch_order as tapegrad/data/loader.hpp documents it, written again from that text with
 // std::mt19937_64 directly (not tg::Generator) and its own splitmix64 and bounded draw.
 std::vector<std::int64_t> documented_order(std::int64_t n, std::uint64_t seed, std::int64_t epoch) {
     auto splitmix64 = [](std::uint64_t z) {
@@ -119,7 +119,7 @@ TEST_CASE("Loader: the shuffle is the documented Fisher-Yates on std::mt19937_64
     CHECK(engine() == 9981545732273789042ull);
     // Values computed independently, by a pure-Python MT19937-64 (Matsumoto and
     // Nishimura's reference algorithm), splitmix64 and Fisher-Yates following the text of
-    // data/loader.hpp.
+    // tapegrad/data/loader.hpp.
     CHECK(epoch_order(10, 0, 0) == std::vector<std::int64_t>{6, 1, 2, 4, 7, 5, 3, 0, 9, 8});
     CHECK(epoch_order(10, 1, 1) == std::vector<std::int64_t>{4, 3, 6, 5, 8, 7, 2, 0, 1, 9});
     CHECK(epoch_order(7, 12345, 0) == std::vector<std::int64_t>{3, 1, 5, 6, 2, 4, 0});

@@ -1,4 +1,4 @@
-// The one memory limit (core/workspace.hpp): tensors, kernel workspaces and gradient checks
+// The one memory limit (tapegrad/core/workspace.hpp): tensors, kernel workspaces and gradient checks
 // all refuse, before allocating, what would pass it, with an error that gives the sizes.
 #include <catch2/catch.hpp>
 

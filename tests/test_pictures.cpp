@@ -1,4 +1,4 @@
-// The pictures (data/image.hpp): the plot's frame (ranges, log scale, round ticks) computed
+// The pictures (tapegrad/data/image.hpp): the plot's frame (ranges, log scale, round ticks) computed
 // by hand, and the PNGs read back through cairo's own PNG reader: their size, the image
 // pixels of a grid, and ink where the title, axis names, tick values and legend go.
 #include <catch2/catch.hpp>

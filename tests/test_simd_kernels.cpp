@@ -1,4 +1,4 @@
-// The xsimd kernels of the 16-bit conversions (core/convert.hpp), the element-wise ops
+// The xsimd kernels of the 16-bit conversions (tapegrad/core/convert.hpp), the element-wise ops
 // (ops/elementwise.cpp) and the contiguous sums (ops/reduce.cpp) at every instruction set the
 // CPU has, against the scalar path (Isa::scalar forced) as the reference: bit for bit, on the
 // sizes around the vector widths (whole vectors, tails, nothing) and on special values
@@ -211,7 +211,7 @@ TEST_CASE("bulk f16/bf16 conversions equal the scalar ones bit for bit at every 
             const std::uint16_t* h = hbuf.data() + offset;
             const auto to16 = scalar_reference(f32_to_f16_n, f, n, hsent), tob16 = scalar_reference(f32_to_bf16_n, f, n, hsent);
             const auto from16 = scalar_reference(f16_to_f32_n, h, n, fsent), fromb16 = scalar_reference(bf16_to_f32_n, h, n, fsent);
-            // The scalar path is the scalar functions of core/dtype.hpp.
+            // The scalar path is the scalar functions of tapegrad/core/dtype.hpp.
             std::int64_t bad = 0;
             for (std::int64_t i = 0; i < n; ++i)
                 bad += (to16[i] != f32_to_f16(f[i])) + (tob16[i] != f32_to_bf16(f[i])) +
@@ -436,7 +436,7 @@ void check_kernel_coverage(const simd_ew::Kernels<T>& kt, std::int64_t n) {
     run("mul", [&](T* o) { return kt.binary(simd_ew::Bin::mul, x.data(), y.data(), o, n); }, [&](std::int64_t i) { return x[i] * y[i]; }, true);
     run("div", [&](T* o) { return kt.binary(simd_ew::Bin::div, x.data(), y.data(), o, n); }, [&](std::int64_t i) { return x[i] / y[i]; }, true);
     run("div by a scalar", [&](T* o) { return kt.binary_scalar(simd_ew::Bin::div, x.data(), bs, o, n); }, [&](std::int64_t i) { return x[i] / bs; }, false);
-    // The functor maps of ops/functors.hpp on the active set.
+    // The functor maps of tapegrad/ops/functors.hpp on the active set.
     auto vmap = [&](const auto& f, T* o) {
         return simd::active() == simd::Isa::avx512 ? simd_ew::map_avx512(f, x.data(), o, n) : simd_ew::map_avx2(f, x.data(), o, n);
     };
@@ -500,7 +500,7 @@ Tensor sequential_sum(const Tensor& x, const std::vector<int>& axes, bool keepdi
     return Tensor::from(out_shape, acc, x.dtype());
 }
 
-// The documented 32-lane order of ops/reduce_kernels.hpp for one row, written independently.
+// The documented 32-lane order of tapegrad/ops/reduce_kernels.hpp for one row, written independently.
 double lanes_sum(const double* x, std::int64_t len) {
     double lane[32] = {};
     const std::int64_t body = len / 32 * 32;

@@ -1,6 +1,6 @@
-// Reductions, indexing and views of the everyday tensor API (ops/reduce.hpp, ops/index.hpp,
-// core/tensor.hpp) and their differentiable counterparts (autograd/reductions.hpp,
-// autograd/indexing.hpp): hand-computed values, PyTorch 1.13 goldens (tests/golden/tensor_index,
+// Reductions, indexing and views of the everyday tensor API (tapegrad/ops/reduce.hpp, tapegrad/ops/index.hpp,
+// tapegrad/core/tensor.hpp) and their differentiable counterparts (tapegrad/autograd/reductions.hpp,
+// tapegrad/autograd/indexing.hpp): hand-computed values, PyTorch 1.13 goldens (tests/golden/tensor_index,
 // written by gen.py there), f64 gradcheck and gradgradcheck, and every bad input's error.
 #include <catch2/catch.hpp>
 

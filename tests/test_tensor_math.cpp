@@ -1,4 +1,4 @@
-// Eager element-wise math (ops/math.hpp) and its differentiable counterparts: hand-computed
+// Eager element-wise math (tapegrad/ops/math.hpp) and its differentiable counterparts: hand-computed
 // broadcasting and promotion, every op against PyTorch 1.13 goldens
 // (tests/golden/tensor_math/gen.py), the vector functors at every instruction set against
 // their scalar form bit for bit, exp's error against the correctly rounded value, f64

@@ -1,4 +1,4 @@
-// xtensor interop (core/xtensor.hpp): the view shares the tensor's buffer both ways, follows
+// xtensor interop (tapegrad/core/xtensor.hpp): the view shares the tensor's buffer both ways, follows
 // its strides, and an expression is evaluated into a new tensor with the right values.
 #include <catch2/catch.hpp>
 

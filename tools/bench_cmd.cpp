@@ -13,7 +13,7 @@
 // Per (shape, op): one warm-up call, then calls until --min-time seconds (default 0.3) have
 // passed (at least 3, at most 1000); the median wall time (or, with --clock cpu and one
 // thread, CPU time) is reported. extra_bytes is the
-// peak of the library's workspace (core/workspace.hpp: every kernel temporary, including
+// peak of the library's workspace (tapegrad/core/workspace.hpp: every kernel temporary, including
 // its cache kept across calls) over the timed calls; inputs and outputs are not counted.
 // The cache is released before each (shape, op), so one's cache never counts in the next.
 // --min-time is meant for tests and quick checks.

@@ -54,7 +54,7 @@ int cmd_explain(const std::string& path) {
     if (convt && op_in_effect && has_op_attr)
         for (int a = 0; a < g.D(); ++a) options.output_padding.push_back(output_padding_of(c, static_cast<std::size_t>(a)));
     options.requested_size = convt && ((c.inputs.size() > 2 && !r.has_bias) || r.name == "onednn ConvolutionBackpropData");
-    const ConvExplanation e = explain(g, options);  // ops/conv_explain.hpp: what a C++ user gets too
+    const ConvExplanation e = explain(g, options);  // tapegrad/ops/conv_explain.hpp: what a C++ user gets too
 
     std::cout << r.name << " (" << (convt ? "CONVT: transposed convolution" : "CONV: forward convolution")
               << "), layout " << (g.layout == Layout::NCX ? "NCX" : "NXC") << ", groups " << g.G << ", dtype "
@@ -138,7 +138,7 @@ int main(int argc, char** argv) {
             return n;
         };
         if (!memory_limit.empty()) tg::set_memory_limit(count("--memory-limit", memory_limit));
-        const double limit =  // spec/run_case.hpp
+        const double limit =  // tapegrad/spec/run_case.hpp
             work_limit.empty() ? tg::kDefaultWorkLimit : static_cast<double>(count("--work-limit", work_limit));
         if (run.chosen()) return tg::cmd_run(path, limit);
         if (explain.chosen()) return tg::cmd_explain(path);

@@ -13,7 +13,7 @@ using namespace tg;
 
 int main(int argc, char** argv) {
     tg::dist::Context mpi(&argc, &argv);     // MPI_Init_thread ... MPI_Finalize (RAII)
-    // Stand-ins for Fashion-MNIST (data/idx.hpp reads the real files): 128 images, 10 classes.
+    // Stand-ins for Fashion-MNIST (tapegrad/data/idx.hpp reads the real files): 128 images, 10 classes.
     std::vector<double> labels(128);
     for (std::size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<double>(i % 10);
     const Tensor x = rand({128, 1, 28, 28}), y = Tensor::from({128}, labels, DType::i64);

@@ -1,0 +1,32 @@
+// The per-architecture entry points of the vectorised element-wise kernels
+// (tapegrad/ops/elementwise_kernel.hpp), one table per instruction set and element type; ops/elementwise.cpp
+// picks one from simd::active(). Each kernel handles the first n - n % W elements (W = the
+// vector width), writes out[k] for them and returns that count; the caller finishes the rest
+// with the same scalar expression, so the per-arch translation units hold nothing but the
+// vector loops. Every lane computes exactly what the scalar code computes (no FMA
+// contraction, the same comparisons and selects), so the results are equal bit for bit.
+#pragma once
+#include <cstdint>
+
+namespace tg::simd_ew {
+
+enum class Bin { add, sub, mul, div };
+
+template <class T>
+struct Kernels {
+    std::int64_t (*binary)(Bin op, const T* a, const T* b, T* out, std::int64_t n);     // a[k] op b[k]
+    std::int64_t (*binary_scalar)(Bin op, const T* a, T b, T* out, std::int64_t n);     // a[k] op b
+    std::int64_t (*affine)(const T* x, T scale, T shift, T* out, std::int64_t n);       // x[k]·scale + shift, two roundings
+};
+
+// out[k] = f(x[k]) for whole vectors with functor F's batch form (tapegrad/ops/functors.hpp), for the
+// pairs listed in TG_VECTOR_FUNCTORS; the caller finishes the tail with f's scalar form.
+template <class F, class T>
+std::int64_t map_avx2(const F& f, const T* x, T* out, std::int64_t n);
+template <class F, class T>
+std::int64_t map_avx512(const F& f, const T* x, T* out, std::int64_t n);
+
+extern const Kernels<float> f32_avx2, f32_avx512;
+extern const Kernels<double> f64_avx2, f64_avx512;
+
+}  // namespace tg::simd_ew

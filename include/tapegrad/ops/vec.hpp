@@ -1,0 +1,44 @@
+// Small vector kernels the direct (non-GEMM) loops are built from, written with xsimd and
+// compiled per instruction set (ops/vec.avx2.cpp, ops/vec.avx512.cpp; plain loops for
+// Isa::scalar); each call runs the set tapegrad/core/simd.hpp has active. Float and double.
+#pragma once
+#include <cstdint>
+
+namespace tg::vec {
+
+// y[i] += a · x[i]
+template <class T> void axpy(std::int64_t n, T a, const T* x, T* y);
+// y[i] += a[i] · b[i]
+template <class T> void fma(std::int64_t n, const T* a, const T* b, T* y);
+// Σ x[i]·y[i], summed lane-wise in a fixed order (the same for every call of a given n
+// on a given instruction set).
+template <class T> T dot(std::int64_t n, const T* x, const T* y);
+// out[2i] = a[i], out[2i + 1] = b[i] for i < n (two phase rows back into one row); with
+// `add`, out[2i] += a[i], out[2i + 1] += b[i].
+template <class T> void interleave2(std::int64_t n, const T* a, const T* b, T* out, bool add = false);
+
+// A run of `len` elements from offset `src` added to offset `dst`.
+struct Run {
+    std::int64_t src, dst, len;
+};
+// dst[r.dst + e] += src[r.src + e] for every run r and e < r.len, runs in order.
+template <class T> void add_runs(const Run* runs, std::int64_t n, const T* src, T* dst);
+// A run of `len` destination elements of which [lo, hi) come from the source, from offset
+// `src` (the element of lane lo) on, and the rest are zeros.
+struct LaneRun {
+    std::int64_t src, dst, len, lo, hi;
+};
+// For every run r, c < count and e < r.len: dst[r.dst + c·dst_stride + e] =
+// src[r.src + c·src_stride + (e − r.lo)·step] for e in [r.lo, r.hi), else 0. im2col's rows:
+// the runs of one tap, replayed for `count` channels, `step` being the last-axis stride.
+// On AVX-512, steps 1 and 2 are one masked vector (two loads and a lane shuffle for step 2)
+// per 16 elements, zeros included.
+template <class T>
+void copy_runs(const LaneRun* runs, std::int64_t n, const T* src, std::int64_t step, T* dst, std::int64_t count,
+               std::int64_t src_stride, std::int64_t dst_stride);
+// dst[c·ldd + r] = src[r·lds + c] for r < rows, c < cols: W × W blocks transposed in
+// registers, the edges element by element.
+template <class T>
+void transpose(const T* src, std::int64_t lds, std::int64_t rows, std::int64_t cols, T* dst, std::int64_t ldd);
+
+}  // namespace tg::vec

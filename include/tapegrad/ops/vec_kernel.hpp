@@ -1,0 +1,258 @@
+// The xsimd bodies of tapegrad/ops/vec.hpp, templated on the architecture; included only by the
+// per-architecture translation units.
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#include <xsimd/xsimd.hpp>
+
+#include "tapegrad/core/transpose_kernel.hpp"
+#include "tapegrad/ops/vec.hpp"
+
+namespace tg::vec::kernel {
+
+template <class Arch, class T>
+void axpy(std::int64_t n, T a, const T* x, T* y) {
+    using V = xsimd::batch<T, Arch>;
+    constexpr std::int64_t W = V::size;
+    const V va(a);
+    std::int64_t i = 0;
+    for (; i + W <= n; i += W) xsimd::fma(va, V::load_unaligned(x + i), V::load_unaligned(y + i)).store_unaligned(y + i);
+    for (; i < n; ++i) y[i] += a * x[i];
+}
+
+template <class Arch, class T>
+void fma(std::int64_t n, const T* a, const T* b, T* y) {
+    using V = xsimd::batch<T, Arch>;
+    constexpr std::int64_t W = V::size;
+    std::int64_t i = 0;
+    for (; i + W <= n; i += W)
+        xsimd::fma(V::load_unaligned(a + i), V::load_unaligned(b + i), V::load_unaligned(y + i)).store_unaligned(y + i);
+    for (; i < n; ++i) y[i] += a[i] * b[i];
+}
+
+template <class Arch, class T>
+T dot(std::int64_t n, const T* x, const T* y) {
+    using V = xsimd::batch<T, Arch>;
+    constexpr std::int64_t W = V::size;
+    V acc0(T(0)), acc1(T(0));
+    std::int64_t i = 0;
+    for (; i + 2 * W <= n; i += 2 * W) {
+        acc0 = xsimd::fma(V::load_unaligned(x + i), V::load_unaligned(y + i), acc0);
+        acc1 = xsimd::fma(V::load_unaligned(x + i + W), V::load_unaligned(y + i + W), acc1);
+    }
+    if (i + W <= n) {
+        acc0 = xsimd::fma(V::load_unaligned(x + i), V::load_unaligned(y + i), acc0);
+        i += W;
+    }
+    alignas(64) T lanes[W];  // summed in lane order (xsimd's hadd warns for AVX-512 doubles)
+    (acc0 + acc1).store_aligned(lanes);
+    T s = 0;
+    for (std::int64_t l = 0; l < W; ++l) s += lanes[l];
+    for (; i < n; ++i) s += x[i] * y[i];
+    return s;
+}
+
+// xsimd 8.1's zip_lo/zip_hi interleave within 128-bit lanes on AVX2 and AVX-512 (the
+// vec test caught it), so this is a plain loop that the compiler vectorises for the
+// translation unit's instruction set.
+template <class Arch, class T>
+void interleave2(std::int64_t n, const T* __restrict a, const T* __restrict b, T* __restrict out, bool add) {
+    if (add) {
+        for (std::int64_t i = 0; i < n; ++i) {
+            out[2 * i] += a[i];
+            out[2 * i + 1] += b[i];
+        }
+        return;
+    }
+    for (std::int64_t i = 0; i < n; ++i) {
+        out[2 * i] = a[i];
+        out[2 * i + 1] = b[i];
+    }
+}
+
+template <class Arch, class T>
+void add_runs(const Run* runs, std::int64_t nruns, const T* src, T* dst) {
+    using V = xsimd::batch<T, Arch>;
+    constexpr std::int64_t W = V::size;
+    for (std::int64_t r = 0; r < nruns; ++r) {
+        const T* s = src + runs[r].src;
+        T* d = dst + runs[r].dst;
+        const std::int64_t n = runs[r].len;
+        std::int64_t i = 0;
+        for (; i + W <= n; i += W) (V::load_unaligned(d + i) + V::load_unaligned(s + i)).store_unaligned(d + i);
+#ifdef __AVX512F__
+        // AVX-512: the tail in one masked vector (col2im's runs are often shorter than a
+        // vector: dcgan_g2's are 7-8 floats). Masked-off lanes are neither read nor written.
+        // Not for runs under 3/8 of a vector: there the next run's loads, overlapping this
+        // run's masked store, wait for it and a few scalar adds are cheaper (measured: tiny,
+        // runs of 4-5 floats, 1.27x slower with it; dcgan_g3/g4, grouped_g8 and vol3d, runs
+        // of 7-8 floats, 3-10% faster).
+        if constexpr (W * sizeof(T) == 64) {
+            if (i < n && 8 * n >= 3 * W) {
+                if constexpr (sizeof(T) == 4) {
+                    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
+                    const __m512 sum = _mm512_add_ps(_mm512_maskz_loadu_ps(m, d + i), _mm512_maskz_loadu_ps(m, s + i));
+                    _mm512_mask_storeu_ps(d + i, m, sum);
+                } else {
+                    const __mmask8 m = static_cast<__mmask8>((1u << (n - i)) - 1);
+                    const __m512d sum = _mm512_add_pd(_mm512_maskz_loadu_pd(m, d + i), _mm512_maskz_loadu_pd(m, s + i));
+                    _mm512_mask_storeu_pd(d + i, m, sum);
+                }
+                continue;
+            }
+        }
+#endif
+        for (; i < n; ++i) d[i] += s[i];
+    }
+}
+
+// Lane j of the shuffles that take every second lane, from lane `first` on, wrapped to the
+// vector: each half of a stride-2 result comes from one load.
+template <class U, U first>
+struct EveryOther {
+    static constexpr U get(std::size_t j, std::size_t n) { return static_cast<U>((2 * j + first) % n); }
+};
+struct LowHalf {
+    static constexpr bool get(std::size_t j, std::size_t n) { return j < n / 2; }
+};
+
+// out[j] = s[2j] for j < W from the 2W − 1 elements s[0 .. 2W − 2]: the even lanes of
+// a = s[0 .. W) and the odd lanes of b = s[W − 1 .. 2W − 1), so nothing past the last
+// element used is read.
+template <class Arch, class T>
+xsimd::batch<T, Arch> evens_of(const xsimd::batch<T, Arch>& a, const xsimd::batch<T, Arch>& b) {
+    using V = xsimd::batch<T, Arch>;
+    using U = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
+    constexpr auto even = xsimd::make_batch_constant<xsimd::batch<U, Arch>, EveryOther<U, 0>>();
+    constexpr auto odd = xsimd::make_batch_constant<xsimd::batch<U, Arch>, EveryOther<U, 1>>();
+    constexpr auto low = xsimd::make_batch_bool_constant<V, LowHalf>();
+    return xsimd::select(low, xsimd::swizzle(a, even), xsimd::swizzle(b, odd));
+}
+
+// dst[e] = s[e·step] for e < n: vector loads (and the even-lane shuffle for step 2), the
+// tail element by element.
+template <class Arch, class T>
+void copy_strided(const T* s, std::int64_t step, std::int64_t n, T* d) {
+    using V = xsimd::batch<T, Arch>;
+    constexpr std::int64_t W = V::size;
+    std::int64_t i = 0;
+    if (step == 1)
+        for (; i + W <= n; i += W) V::load_unaligned(s + i).store_unaligned(d + i);
+    else if (step == 2)
+        for (; i + W <= n; i += W)
+            evens_of<Arch, T>(V::load_unaligned(s + 2 * i), V::load_unaligned(s + 2 * i + W - 1)).store_unaligned(d + i);
+    for (; i < n; ++i) d[i] = s[i * step];
+}
+
+template <class Arch, class T>
+void copy_runs(const LaneRun* runs, std::int64_t nruns, const T* src, std::int64_t step, T* dst, std::int64_t count,
+               std::int64_t src_stride, std::int64_t dst_stride) {
+    using V = xsimd::batch<T, Arch>;
+    [[maybe_unused]] constexpr std::int64_t W = V::size;  // used by the AVX-512 path only
+#ifdef __AVX512F__
+    // AVX-512, f32, steps 1 and 2: each 16 destination elements are one masked store of one
+    // vector whose zero lanes come from masked-off loads; masked-off lanes are never read,
+    // so the loads may start before the run's first source element (addressed as integers).
+    // Step 2 takes the needed elements 2j from a = s[0, 16) and b = s[15, 31) (evens_of).
+    if constexpr (W == 16 && sizeof(T) == 4) {
+        if (step == 1 || step == 2) {
+            for (std::int64_t r = 0; r < nruns; ++r) {
+                const LaneRun& u = runs[r];
+                for (std::int64_t e0 = 0; e0 < u.len; e0 += W) {
+                    const std::int64_t w = std::min(W, u.len - e0);
+                    const std::int64_t dlo = std::clamp(u.lo - e0, std::int64_t{0}, w), dhi = std::clamp(u.hi - e0, dlo, w);
+                    auto bits = [](std::int64_t lo, std::int64_t hi) {  // bits [lo, hi) of a 16-bit mask
+                        return static_cast<__mmask16>(hi <= lo ? 0u : ((1u << hi) - 1u) & ~((1u << lo) - 1u));
+                    };
+                    const __mmask16 ms = bits(0, w);
+                    const __mmask16 ma = step == 1 ? bits(dlo, dhi) : bits(2 * dlo, std::min<std::int64_t>(2 * dhi - 1, W));
+                    const __mmask16 mb = step == 1 ? 0 : bits(std::max<std::int64_t>(2 * dlo, W) - (W - 1), 2 * dhi - 1 - (W - 1));
+                    // lane 0's source, relative to the run's: (e0 − lo)·step elements
+                    const std::intptr_t lane0 = static_cast<std::intptr_t>((e0 - u.lo) * step * std::int64_t{sizeof(T)});
+                    for (std::int64_t c = 0; c < count; ++c) {
+                        const std::uintptr_t s =
+                            reinterpret_cast<std::uintptr_t>(src + (dhi > dlo ? u.src + c * src_stride : 0)) + static_cast<std::uintptr_t>(lane0);
+                        __m512 v = _mm512_maskz_loadu_ps(ma, reinterpret_cast<const void*>(s));
+                        if (step == 2)
+                            v = evens_of<Arch, T>(V(v), V(_mm512_maskz_loadu_ps(mb, reinterpret_cast<const void*>(s + (W - 1) * sizeof(T)))));
+                        _mm512_mask_storeu_ps(dst + u.dst + c * dst_stride + e0, ms, v);
+                    }
+                }
+            }
+            return;
+        }
+    }
+#endif
+    for (std::int64_t r = 0; r < nruns; ++r) {
+        const LaneRun& u = runs[r];
+        for (std::int64_t c = 0; c < count; ++c) {
+            T* d = dst + u.dst + c * dst_stride;
+            std::fill(d, d + u.lo, T(0));
+            if (u.hi > u.lo) copy_strided<Arch, T>(src + u.src + c * src_stride, step, u.hi - u.lo, d + u.lo);
+            std::fill(d + u.hi, d + u.len, T(0));
+        }
+    }
+}
+
+template <class Arch, class T>
+void transpose(const T* src, std::int64_t lds, std::int64_t rows, std::int64_t cols, T* dst, std::int64_t ldd) {
+    using V = xsimd::batch<T, Arch>;
+    constexpr std::int64_t W = V::size;
+    const std::int64_t rv = rows / W * W, cv = cols / W * W;
+    V v[W];
+    for (std::int64_t r0 = 0; r0 < rv; r0 += W)
+        for (std::int64_t c0 = 0; c0 < cv; c0 += W) {
+            for (std::int64_t i = 0; i < W; ++i) v[i] = V::load_unaligned(src + (r0 + i) * lds + c0);
+            simd_kernel::transpose_in_registers<Arch, T>(v);
+            for (std::int64_t i = 0; i < W; ++i) v[i].store_unaligned(dst + (c0 + i) * ldd + r0);
+        }
+    for (std::int64_t r = 0; r < rows; ++r)  // the edges: rows past rv, columns past cv
+        for (std::int64_t c = r < rv ? cv : 0; c < cols; ++c) dst[c * ldd + r] = src[r * lds + c];
+}
+
+}  // namespace tg::vec::kernel
+
+// The per-architecture entry points, named e.g. tg::vec::axpy_avx512.
+#define TG_VEC_INSTANTIATE(ARCH, SUFFIX)                                                                      \
+    namespace tg::vec {                                                                                       \
+    template <class T> void axpy_##SUFFIX(std::int64_t n, T a, const T* x, T* y) {                             \
+        kernel::axpy<ARCH, T>(n, a, x, y);                                                                    \
+    }                                                                                                         \
+    template <class T> void fma_##SUFFIX(std::int64_t n, const T* a, const T* b, T* y) {                      \
+        kernel::fma<ARCH, T>(n, a, b, y);                                                                     \
+    }                                                                                                         \
+    template <class T> T dot_##SUFFIX(std::int64_t n, const T* x, const T* y) { return kernel::dot<ARCH, T>(n, x, y); } \
+    template <class T> void interleave2_##SUFFIX(std::int64_t n, const T* a, const T* b, T* out, bool add) {  \
+        kernel::interleave2<ARCH, T>(n, a, b, out, add);                                                      \
+    }                                                                                                         \
+    template void interleave2_##SUFFIX<float>(std::int64_t, const float*, const float*, float*, bool);       \
+    template void interleave2_##SUFFIX<double>(std::int64_t, const double*, const double*, double*, bool);   \
+    template <class T> void add_runs_##SUFFIX(const Run* runs, std::int64_t n, const T* src, T* dst) {        \
+        kernel::add_runs<ARCH, T>(runs, n, src, dst);                                                         \
+    }                                                                                                         \
+    template void add_runs_##SUFFIX<float>(const Run*, std::int64_t, const float*, float*);                  \
+    template void add_runs_##SUFFIX<double>(const Run*, std::int64_t, const double*, double*);               \
+    template <class T> void copy_runs_##SUFFIX(const LaneRun* runs, std::int64_t n, const T* src, std::int64_t step, T* dst, \
+                                               std::int64_t count, std::int64_t ss, std::int64_t ds) {        \
+        kernel::copy_runs<ARCH, T>(runs, n, src, step, dst, count, ss, ds);                                   \
+    }                                                                                                         \
+    template void copy_runs_##SUFFIX<float>(const LaneRun*, std::int64_t, const float*, std::int64_t, float*,    \
+                                            std::int64_t, std::int64_t, std::int64_t);                       \
+    template void copy_runs_##SUFFIX<double>(const LaneRun*, std::int64_t, const double*, std::int64_t, double*, \
+                                             std::int64_t, std::int64_t, std::int64_t);                      \
+    template <class T> void transpose_##SUFFIX(const T* src, std::int64_t lds, std::int64_t rows, std::int64_t cols, \
+                                               T* dst, std::int64_t ldd) {                                    \
+        kernel::transpose<ARCH, T>(src, lds, rows, cols, dst, ldd);                                           \
+    }                                                                                                         \
+    template void transpose_##SUFFIX<float>(const float*, std::int64_t, std::int64_t, std::int64_t, float*, std::int64_t); \
+    template void transpose_##SUFFIX<double>(const double*, std::int64_t, std::int64_t, std::int64_t, double*,  \
+                                             std::int64_t);                                                   \
+    template void axpy_##SUFFIX<float>(std::int64_t, float, const float*, float*);                           \
+    template void axpy_##SUFFIX<double>(std::int64_t, double, const double*, double*);                       \
+    template void fma_##SUFFIX<float>(std::int64_t, const float*, const float*, float*);                     \
+    template void fma_##SUFFIX<double>(std::int64_t, const double*, const double*, double*);                 \
+    template float dot_##SUFFIX<float>(std::int64_t, const float*, const float*);                            \
+    template double dot_##SUFFIX<double>(std::int64_t, const double*, const double*);                        \
+    }
