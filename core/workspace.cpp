@@ -173,6 +173,16 @@ void unreserve(std::size_t cap) { g_live.fetch_sub(static_cast<std::int64_t>(cap
 
 }  // namespace
 
+namespace {
+std::atomic<std::int64_t> g_budget{std::int64_t{64} << 20};
+}  // namespace
+
+void set_workspace_budget(std::int64_t bytes) {
+    if (bytes < 1) fail("workspace", "workspace budget ", bytes, " must be >= 1 byte");
+    g_budget = bytes;
+}
+std::int64_t workspace_budget() { return g_budget.load(std::memory_order_relaxed); }
+
 void set_memory_limit(std::int64_t bytes) {
     if (bytes < 1) fail("memory_limit", "memory limit ", bytes, " must be >= 1 byte");
     limit_setting().store(bytes, std::memory_order_relaxed);

@@ -7,7 +7,7 @@
 #include "tapegrad/core/blas.hpp"
 #include "tapegrad/core/workspace.hpp"
 #include "tapegrad/ops/conv_axes.hpp"
-#include "tapegrad/ops/conv_kernels.hpp"
+#include "tapegrad/ops/conv_plan.hpp"
 
 #include <omp.h>
 
@@ -205,7 +205,7 @@ void conv_transposed_phases(const ConvGeometry& g, const T* u, const T* w, T* r)
     const int nt = team_size(flops, kTeamMinFlops);
     // Each thread computes a chunk of a phase's columns into its own [Ig × chunk] buffer and
     // writes it out; threads own disjoint columns, so nothing is shared but the inputs.
-    const std::int64_t budget_cols = conv_workspace_bytes() / (static_cast<std::int64_t>(sizeof(T)) * Ig * nt);
+    const std::int64_t budget_cols = workspace_budget() / (static_cast<std::int64_t>(sizeof(T)) * Ig * nt);
     std::int64_t chunk = std::max<std::int64_t>(64, budget_cols / 64 * 64), per_thread = 0;
     for (const Phase& ph : phases) per_thread = std::max(per_thread, (g.N * ph.Qn + nt - 1) / nt);
     chunk = std::min(chunk, per_thread);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tapegrad/core/tensor.hpp"
+#include "tapegrad/core/workspace.hpp"
 #include "tapegrad/ops/conv_kernels.hpp"
 #include "tapegrad/spec/opset.hpp"
 
@@ -19,8 +20,8 @@ using IntList = std::vector<std::int64_t>;
 
 // Restores the default conv workspace even when a check throws.
 struct WorkspaceGuard {
-    explicit WorkspaceGuard(std::int64_t bytes) { set_conv_workspace_bytes(bytes); }
-    ~WorkspaceGuard() { set_conv_workspace_bytes(std::int64_t{64} << 20); }
+    explicit WorkspaceGuard(std::int64_t bytes) { set_workspace_budget(bytes); }
+    ~WorkspaceGuard() { set_workspace_budget(std::int64_t{64} << 20); }
 };
 
 inline Tensor random_tensor(const Shape& shape, std::mt19937_64& rng, DType dt = DType::f64) {

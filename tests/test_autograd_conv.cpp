@@ -15,6 +15,7 @@
 #include "tapegrad/autograd/ops.hpp"
 #include "conv_table.hpp"
 #include "tapegrad/core/blas.hpp"
+#include "tapegrad/core/workspace.hpp"
 #include "tapegrad/ops/conv_kernels.hpp"
 #include "tapegrad/ops/conv_reference.hpp"
 #include "tapegrad/spec/opset.hpp"
@@ -39,8 +40,8 @@ Tensor random_tensor(const Shape& s, std::uint64_t seed, DType dt = DType::f64) 
 // Sets the conv workspace for one row (small budgets force tiling) and restores it.
 struct Budget {
     std::int64_t prev;
-    explicit Budget(std::int64_t b) : prev(conv_workspace_bytes()) { set_conv_workspace_bytes(b); }
-    ~Budget() { set_conv_workspace_bytes(prev); }
+    explicit Budget(std::int64_t b) : prev(workspace_budget()) { set_workspace_budget(b); }
+    ~Budget() { set_workspace_budget(prev); }
 };
 
 // The shapes here are tiny and the checks run thousands of kernels: one thread avoids

@@ -16,7 +16,9 @@
 #include "isas.hpp"
 #include "tapegrad/core/simd.hpp"
 #include "tapegrad/core/tensor.hpp"
+#include "tapegrad/core/workspace.hpp"
 #include "tapegrad/ops/conv_kernels.hpp"
+#include "tapegrad/ops/conv_plan.hpp"
 #include "tapegrad/ops/conv_reference.hpp"
 #include "conv_table.hpp"
 
@@ -30,8 +32,8 @@ namespace {
 
 // Restores the default workspace even when a check throws.
 struct WorkspaceGuard {
-    explicit WorkspaceGuard(std::int64_t bytes) { set_conv_workspace_bytes(bytes); }
-    ~WorkspaceGuard() { set_conv_workspace_bytes(std::int64_t{64} << 20); }
+    explicit WorkspaceGuard(std::int64_t bytes) { set_workspace_budget(bytes); }
+    ~WorkspaceGuard() { set_workspace_budget(std::int64_t{64} << 20); }
 };
 
 // Restores the thread count and unforced teams even when a check throws.
@@ -167,7 +169,7 @@ TEST_CASE("conv kernels match the direct-loop reference on every table row", "[k
             }
         }
     }
-    CHECK(conv_workspace_bytes() == (std::int64_t{64} << 20));
+    CHECK(workspace_budget() == (std::int64_t{64} << 20));
 }
 
 TEST_CASE("both transposed algorithms (col2im, stride phases) match the reference on every table row",
@@ -448,5 +450,5 @@ TEST_CASE("conv kernels reject operands that do not fit the geometry", "[kernels
         CHECK(e.key() == "grad_output");
     }
     CHECK_THROWS_AS(conv_forward(x, W.to(DType::f32), g), Error);  // mixed dtypes
-    CHECK_THROWS_AS(set_conv_workspace_bytes(0), Error);
+    CHECK_THROWS_AS(set_workspace_budget(0), Error);
 }

@@ -15,6 +15,7 @@
 #include "tapegrad/core/workspace.hpp"
 #include "tapegrad/ops/conv_explain.hpp"
 #include "tapegrad/ops/conv_kernels.hpp"
+#include "tapegrad/ops/conv_plan.hpp"
 #include "tapegrad/spec/opset.hpp"
 #include "tapegrad/spec/case_file.hpp"
 #include "tapegrad/spec/run_case.hpp"

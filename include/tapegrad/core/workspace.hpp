@@ -29,6 +29,12 @@ void release_workspace_cache();
 void set_memory_limit(std::int64_t bytes);
 std::int64_t memory_limit();
 std::int64_t memory_in_use();
+// The budget of one kernel call's tiled temporaries (the conv kernels' column and staging
+// buffers, the f32 pieces of 16-bit operands), in bytes; default 64 MiB. A tile always
+// holds at least one position, so a call may pass a budget smaller than one column.
+void set_workspace_budget(std::int64_t bytes);
+std::int64_t workspace_budget();
+
 // "123", "64K", "512M", "8G", "1T" as bytes; -1 when malformed (for command-line flags).
 std::int64_t parse_byte_count(const std::string& text);
 

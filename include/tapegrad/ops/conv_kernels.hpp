@@ -6,10 +6,9 @@
 // Tensors are in the geometry's layout (NCX or NXC) with f64, f32, f16 or bf16 elements;
 // f16/bf16 are widened to f32, computed, and rounded once. A defined `bias` (shape [the
 // result's channels], any float dtype) joins the sum before that rounding.
-// The column buffer is tiled over images and positions to stay under a byte budget.
+// How a call runs (strategy, tiles, buffers) is planned first (tapegrad/ops/conv_plan.hpp);
+// the column buffers are tiled to stay under the workspace budget (tapegrad/core/workspace.hpp).
 #pragma once
-#include <cstdint>
-
 #include "tapegrad/core/tensor.hpp"
 #include "tapegrad/ops/conv_geometry.hpp"
 
@@ -18,18 +17,5 @@ namespace tg {
 Tensor conv_forward(const Tensor& x, const Tensor& W, const ConvGeometry& g, const Tensor& bias = {});
 Tensor conv_transposed(const Tensor& u, const Tensor& W, const ConvGeometry& g, const Tensor& bias = {});
 Tensor conv_weight_grad(const Tensor& x, const Tensor& u, const ConvGeometry& g);
-
-// Upper bound on the kernels' scratch memory (column buffer + staging), in bytes.
-// Default 64 MiB. A tile always holds at least one position.
-void set_conv_workspace_bytes(std::int64_t bytes);
-std::int64_t conv_workspace_bytes();
-
-// How conv_transposed runs a layer that is not depthwise: `Auto` picks per layer;
-// `Col2im` is one GEMM with K = Og and a scatter-add of its columns; `Phases` is the
-// stride-phase decomposition (conv_phases.hpp, NCX only; NXC layers keep col2im).
-// Tests and benchmarks force one (also TAPEGRAD_TRANSPOSED=auto|col2im|phases at startup).
-enum class TransposedAlgo { Auto, Col2im, Phases };
-void set_transposed_algo(TransposedAlgo algo);
-TransposedAlgo transposed_algo();
 
 }  // namespace tg

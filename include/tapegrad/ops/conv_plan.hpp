@@ -1,0 +1,82 @@
+// How one call of a conv kernel runs, decided before anything runs.
+//
+// plan_conv is a pure function of the call (kind, geometry, the team it may use, the
+// workspace budget, the element size, the transposed algorithm): it picks one strategy,
+// cuts the batch into tiles of columns and sizes every buffer. The executors
+// (ops/conv_kernels.cpp, one per strategy) only carry a plan out, so the decisions are
+// tested here without running a kernel (tests/test_conv_plan.cpp).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "tapegrad/ops/conv_geometry.hpp"
+#include "tapegrad/ops/im2col.hpp"
+
+namespace tg {
+
+// The three computations of the family (tapegrad/ops/conv_kernels.hpp).
+enum class ConvKind { Forward, Transposed, WeightGrad };
+
+// How conv_transposed runs a layer that is not depthwise: `Auto` picks per layer (col2im
+// on every layer measured, bench/RESULTS.md); `Col2im` is one GEMM with K = Og and a
+// scatter-add of its columns; `Phases` is the stride-phase decomposition
+// (tapegrad/ops/conv_phases.hpp, NCX only; NXC layers keep col2im). Tests and benchmarks
+// force one; TAPEGRAD_TRANSPOSED=auto|col2im|phases sets it on first use (docs/settings.md).
+enum class TransposedAlgo { Auto, Col2im, Phases };
+void set_transposed_algo(TransposedAlgo algo);
+TransposedAlgo transposed_algo();
+
+enum class ConvStrategy {
+    Depthwise,  // Ig = Og = 1: the direct kernels of tapegrad/ops/conv_direct.hpp (no GEMM)
+    Phases,     // the transposed kernel by stride phases (tapegrad/ops/conv_phases.hpp)
+    Serial,     // one thread: tiles in order, groups in order
+    Units,      // each thread takes whole (tile, group) units with buffers of its own, no
+                // barriers: units write disjoint outputs (forward tiles, transposed tiles
+                // of whole images), whose values do not depend on the tiling
+    Groups,     // tiles in order; each thread takes whole groups, with buffers of its own
+    Partials,   // weight gradient: each (tile, group) unit adds into a partial gradient of
+                // its tile; the partials are added into the result in tile order, so the
+                // sum is the same for any team (1 and 2 threads agree bit for bit)
+    Images,     // transposed on chunks of one image, at least as many images as threads:
+                // each thread takes the chunks of whole images, in order, no barriers
+    Channels,   // NCX transposed: each thread takes a range of i-side channels, packs their
+                // rows of the weight, makes their rows of col and adds them in, no barriers
+    Team,       // the whole team on one group of one tile at a time, barriers between steps
+};
+const char* strategy_name(ConvStrategy s);
+
+struct ConvPlan {
+    ConvKind kind = ConvKind::Forward;
+    ConvStrategy strategy = ConvStrategy::Serial;
+    int team = 1;                    // threads of the call (1: the calling thread only)
+    std::vector<ColTile> tiles;      // GEMM strategies: the batch's columns, in order
+    int buffers = 1;                 // copies of the staging buffers, and of the column buffers
+                                     // but for Channels (one, split by rows)
+    std::int64_t col_elems = 0;      // per copy: R × the widest tile, where columns are built
+                                     // (NXC, and the transposed GEMM's product)
+    std::int64_t stage_elems = 0;    // per copy: Og × the widest tile (NCX tiles of several images)
+    std::int64_t partial_elems = 0;  // Partials: one weight gradient per tile
+    bool pack_weight = false;        // NCX forward/transposed: each group's weight packed once
+    bool k_major = false;            // NXC: the weight is used in (k, i) row order
+
+    // The kernel writes every element of its result (no zero-filled result needed).
+    bool writes_all = false;
+    // Elements of scratch the executor allocates for this plan: the column and staging
+    // buffers (within the budget, unless a tile is down to one column) and the partial
+    // gradients (within a quarter of the budget, on top). Not counted: the packed weights
+    // and the direct strategies' own buffers.
+    std::int64_t scratch_elems() const;
+};
+
+// The plan for `kind` on `g` with at most `team` threads, `budget` bytes of workspace and
+// elements of `elem_bytes` bytes (the compute type: 4 for f32, f16 and bf16, 8 for f64).
+ConvPlan plan_conv(ConvKind kind, const ConvGeometry& g, int team, std::int64_t budget, std::size_t elem_bytes,
+                   TransposedAlgo algo);
+
+// A tile holds about this many bytes of buffers per thread (a core's L2), and at least
+// kMinTileCols columns (kMinPackedTileCols where the weight is packed once per call).
+inline constexpr std::int64_t kTileCacheBytes = std::int64_t{1} << 20;
+inline constexpr std::int64_t kMinTileCols = 512, kMinPackedTileCols = 128;
+
+}  // namespace tg

@@ -1,0 +1,145 @@
+#include "tapegrad/ops/conv_plan.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <optional>
+#include <string>
+
+#include "tapegrad/core/env.hpp"
+
+namespace tg {
+
+namespace {
+
+// Read on first use, never during static initialisation: an invalid value is an error
+// thrown where a transposed convolution runs (so a program can catch it and report it), not
+// a termination before main.
+TransposedAlgo initial_transposed_algo() {
+    const std::optional<std::string> e = env::choice("TAPEGRAD_TRANSPOSED", {"auto", "col2im", "phases"});
+    return !e || *e == "auto" ? TransposedAlgo::Auto : *e == "col2im" ? TransposedAlgo::Col2im : TransposedAlgo::Phases;
+}
+std::atomic<TransposedAlgo>& transposed_setting() {
+    static std::atomic<TransposedAlgo> s{initial_transposed_algo()};
+    return s;
+}
+
+// Columns per tile: buffers of about a core's L2 per thread (tiles do not grow with N, so
+// neither does the time per image), at least `min_cols` (the GEMM packs its A again for
+// every tile), and `nbuf` threads' buffers never past the budget.
+std::int64_t tile_cols(std::int64_t bytes_per_col, int nbuf, std::int64_t min_cols, std::int64_t budget) {
+    const std::int64_t per_col = std::max<std::int64_t>(1, bytes_per_col);
+    const std::int64_t cache_cols = std::max(min_cols, kTileCacheBytes / per_col);
+    return std::max<std::int64_t>(1, std::min(cache_cols, budget / (per_col * nbuf)));
+}
+
+// Whole images per tile where an image fits (as few tiles as the size allows, all of about
+// one size), else chunks of one image's positions of about one size. `multiple`: the tile
+// count is made a multiple of it where the batch allows (so that a team takes whole tiles).
+std::vector<ColTile> make_tiles(std::int64_t N, std::int64_t P, std::int64_t cols, std::int64_t multiple) {
+    std::vector<ColTile> tiles;
+    if (P <= cols) {
+        std::int64_t count = (N + cols / P - 1) / (cols / P);
+        count = std::min(N, (count + multiple - 1) / multiple * multiple);
+        for (std::int64_t t = 0; t < count; ++t) {
+            const std::int64_t n0 = N * t / count, n1 = N * (t + 1) / count;
+            tiles.push_back({n0, n1 - n0, 0, P});
+        }
+    } else {
+        std::int64_t count = (P + cols - 1) / cols;
+        while ((N * count) % multiple != 0 && count < P) ++count;
+        for (std::int64_t n = 0; n < N; ++n)
+            for (std::int64_t t = 0; t < count; ++t) tiles.push_back({n, 1, P * t / count, P * (t + 1) / count});
+    }
+    return tiles;
+}
+
+}  // namespace
+
+void set_transposed_algo(TransposedAlgo algo) { transposed_setting() = algo; }
+TransposedAlgo transposed_algo() { return transposed_setting(); }
+
+const char* strategy_name(ConvStrategy s) {
+    switch (s) {
+        case ConvStrategy::Depthwise: return "depthwise";
+        case ConvStrategy::Phases: return "phases";
+        case ConvStrategy::Serial: return "serial";
+        case ConvStrategy::Units: return "units";
+        case ConvStrategy::Groups: return "groups";
+        case ConvStrategy::Partials: return "partials";
+        case ConvStrategy::Images: return "images";
+        case ConvStrategy::Channels: return "channels";
+        case ConvStrategy::Team: return "team";
+    }
+    return "?";
+}
+
+std::int64_t ConvPlan::scratch_elems() const {
+    const int col_copies = strategy == ConvStrategy::Channels ? 1 : buffers;
+    return col_copies * col_elems + buffers * stage_elems + partial_elems;
+}
+
+ConvPlan plan_conv(ConvKind kind, const ConvGeometry& g, int team, std::int64_t budget, std::size_t elem_bytes,
+                   TransposedAlgo algo) {
+    ConvPlan p;
+    p.kind = kind;
+    const bool nxc = g.layout == Layout::NXC;
+    if (g.Ig == 1 && g.Og == 1) {  // depthwise: no GEMM worth the name
+        p.strategy = ConvStrategy::Depthwise;
+        p.writes_all = kind == ConvKind::Transposed && !nxc;
+        return p;
+    }
+    if (kind == ConvKind::Transposed && !nxc && algo == TransposedAlgo::Phases) {
+        p.strategy = ConvStrategy::Phases;
+        p.writes_all = true;
+        return p;
+    }
+    const int nt = std::max(1, team);
+    const std::int64_t P = g.out_numel(), R = g.R(), Og = g.Og, G = g.G, eb = static_cast<std::int64_t>(elem_bytes);
+    const bool uses_col = nxc || kind == ConvKind::Transposed;  // NCX im2col feeds the GEMM's packing directly
+    const std::int64_t bytes_per_col = eb * ((uses_col ? R : 0) + (nxc ? 0 : Og));
+    // The weight is packed once per call where it is the GEMM's A (NCX forward and
+    // transposed), so tiles there need only a few micro-tiles' columns.
+    const std::int64_t min_cols = !nxc && kind != ConvKind::WeightGrad ? kMinPackedTileCols : kMinTileCols;
+    const bool independent = kind == ConvKind::Forward ||
+                             (kind == ConvKind::Transposed && P <= tile_cols(bytes_per_col, nt, min_cols, budget));
+    const bool by_group = nt > 1 && G >= nt;
+    const bool by_images = nt > 1 && kind == ConvKind::Transposed && !independent && g.N >= nt;
+    // A weight that does not fit beside a tile in a core's L2 is streamed again for every
+    // tile; split by channels, each thread streams only its rows of it.
+    const bool big_weight = R * Og * eb > kTileCacheBytes / 2;
+    const bool by_channels = nt > 1 && kind == ConvKind::Transposed && (!independent || big_weight) && !by_images && !nxc &&
+                             !by_group && g.Ig >= nt;
+    const bool own_buffers = nt > 1 && (independent || by_group || by_images || kind == ConvKind::WeightGrad);
+    const int nbuf = own_buffers ? nt : 1;
+    p.tiles = make_tiles(g.N, P, tile_cols(bytes_per_col, nbuf, min_cols, budget), independent ? nt : 1);
+    const std::int64_t ntiles = static_cast<std::int64_t>(p.tiles.size()), wsize = G * Og * R;
+    const bool by_partials = kind == ConvKind::WeightGrad && ntiles >= 2 && ntiles * wsize * eb <= budget / 4;
+    const bool by_units = nt > 1 && independent && ntiles * G >= nt && !by_channels;
+
+    if (by_partials) p.strategy = ConvStrategy::Partials;
+    else if (nt == 1) p.strategy = ConvStrategy::Serial;
+    else if (by_images) p.strategy = ConvStrategy::Images;
+    else if (by_channels) p.strategy = ConvStrategy::Channels;
+    else if (by_units) p.strategy = ConvStrategy::Units;
+    else if (by_group) p.strategy = ConvStrategy::Groups;
+    else p.strategy = ConvStrategy::Team;
+    p.team = nt;
+
+    std::int64_t max_cols = 0, max_nb = 0;
+    for (const ColTile& t : p.tiles) {
+        max_cols = std::max(max_cols, t.cols());
+        max_nb = std::max(max_nb, t.nb);
+    }
+    // Channels: one column buffer split by rows, a staging buffer per thread. Team: the
+    // team shares one of each (the tiles stay those sized for nbuf copies).
+    p.buffers = p.strategy == ConvStrategy::Channels ? nt : p.strategy == ConvStrategy::Team ? 1 : nbuf;
+    p.col_elems = uses_col ? R * max_cols : 0;
+    p.stage_elems = nxc || max_nb == 1 ? 0 : Og * max_cols;
+    p.partial_elems = by_partials ? ntiles * wsize : 0;
+    p.pack_weight = !nxc && kind != ConvKind::WeightGrad && p.strategy != ConvStrategy::Channels;
+    p.k_major = nxc;
+    p.writes_all = kind == ConvKind::Forward;
+    return p;
+}
+
+}  // namespace tg

@@ -1,0 +1,194 @@
+// The conv plans (tapegrad/ops/conv_plan.hpp), checked without running a kernel: two plans
+// worked out by hand from the rules in the header, and the invariants every plan keeps on
+// the whole conv table at 1, 2 and 3 threads and several budgets (tiles cover every column
+// once, in order; scratch within the budget; each strategy only where its rule allows).
+#include <catch2/catch.hpp>
+
+#include <set>
+
+#include "conv_table.hpp"
+#include "tapegrad/ops/conv_plan.hpp"
+
+using namespace tg;
+using namespace tg::testing;
+
+namespace {
+
+constexpr std::int64_t kDefaultBudget = std::int64_t{64} << 20;
+
+ConvGeometry conv2d(std::int64_t N, std::int64_t C_in, std::int64_t C_out, std::int64_t X, std::int64_t K,
+                    std::int64_t groups = 1, Layout layout = Layout::NCX) {
+    return ConvGeometry::forward({.N = N, .C_in = C_in, .C_out = C_out, .groups = groups, .in_size = {X, X},
+                                  .kernel = {K, K}, .pads_begin = {K / 2, K / 2}, .pads_end = {K / 2, K / 2},
+                                  .layout = layout});
+}
+
+// Every column of the batch (image n, position q) in exactly one tile, tiles in order.
+void check_tiles_cover(const ConvPlan& p, const ConvGeometry& g, const std::string& what) {
+    INFO(what);
+    const std::int64_t P = g.out_numel();
+    std::int64_t n = 0, q = 0;
+    for (const ColTile& t : p.tiles) {
+        REQUIRE(t.nb >= 1);
+        REQUIRE(t.p0 < t.p1);
+        if (t.nb > 1) REQUIRE((t.p0 == 0 && t.p1 == P));  // several images: whole ones
+        REQUIRE(t.n0 == n);
+        REQUIRE(t.p0 == q);
+        if (t.p1 == P) {
+            n += t.nb;
+            q = 0;
+        } else {
+            q = t.p1;
+        }
+    }
+    CHECK(n == g.N);
+    CHECK(q == 0);
+}
+
+}  // namespace
+
+TEST_CASE("conv plan: a forward layer worked out by hand", "[conv_plan]") {
+    // NCX, N = 4, 3 -> 8 channels, 32x32, 3x3 pad 1: P = 1024, R = 27, Og = 8, f32.
+    // im2col feeds the GEMM's packing, so a column costs only its staged output: 8 · 4 =
+    // 32 bytes; a tile may take 1 MiB / 32 = 32768 columns = 32 images, so one tile would
+    // do, made a multiple of the team: 2 tiles of 2 images, one unit per thread.
+    const ConvGeometry g = conv2d(4, 3, 8, 32, 3);
+    const ConvPlan p = plan_conv(ConvKind::Forward, g, 2, kDefaultBudget, 4, TransposedAlgo::Auto);
+    CHECK(p.strategy == ConvStrategy::Units);
+    CHECK(p.team == 2);
+    REQUIRE(p.tiles.size() == 2);
+    CHECK((p.tiles[0].n0 == 0 && p.tiles[0].nb == 2 && p.tiles[0].p0 == 0 && p.tiles[0].p1 == 1024));
+    CHECK((p.tiles[1].n0 == 2 && p.tiles[1].nb == 2));
+    CHECK(p.buffers == 2);
+    CHECK(p.col_elems == 0);
+    CHECK(p.stage_elems == 8 * 2048);
+    CHECK(p.pack_weight);
+    CHECK(p.writes_all);
+    CHECK(p.scratch_elems() == 2 * 8 * 2048);
+
+    // The same layer on one thread: one tile of all four images.
+    const ConvPlan p1 = plan_conv(ConvKind::Forward, g, 1, kDefaultBudget, 4, TransposedAlgo::Auto);
+    CHECK(p1.strategy == ConvStrategy::Serial);
+    REQUIRE(p1.tiles.size() == 1);
+    CHECK(p1.tiles[0].nb == 4);
+}
+
+TEST_CASE("conv plan: a transposed layer of one large image worked out by hand", "[conv_plan]") {
+    // The transposed kernel of a 64 -> 64 channel 3x3 layer on one 64x64 image, 2 threads,
+    // f32. A column holds R = 576 rows of col and 64 of staging: 2560 bytes, so a tile takes
+    // 1 MiB / 2560 = 409 columns, fewer than the image's 4096 positions: chunks of one
+    // image, and with one image the team splits the i-side channels (32 each).
+    // 4096 / 409 -> 11 chunks of 372 or 373 positions; nothing is staged (one image a tile).
+    const ConvGeometry g = conv2d(1, 64, 64, 64, 3);
+    const ConvPlan p = plan_conv(ConvKind::Transposed, g, 2, kDefaultBudget, 4, TransposedAlgo::Auto);
+    CHECK(p.strategy == ConvStrategy::Channels);
+    REQUIRE(p.tiles.size() == 11);
+    for (std::size_t t = 0; t < 11; ++t) {
+        CHECK(p.tiles[t].p0 == 4096 * static_cast<std::int64_t>(t) / 11);
+        CHECK(p.tiles[t].p1 == 4096 * static_cast<std::int64_t>(t + 1) / 11);
+    }
+    CHECK(p.col_elems == 576 * 373);
+    CHECK(p.stage_elems == 0);
+    CHECK_FALSE(p.pack_weight);  // each thread packs its own channels' rows
+    CHECK_FALSE(p.writes_all);   // col2im adds into a zeroed result
+    CHECK(p.scratch_elems() == 576 * 373);
+
+    // With two images the team takes whole images instead.
+    const ConvPlan p2 = plan_conv(ConvKind::Transposed, conv2d(2, 64, 64, 64, 3), 2, kDefaultBudget, 4, TransposedAlgo::Auto);
+    CHECK(p2.strategy == ConvStrategy::Images);
+    CHECK(p2.buffers == 2);
+}
+
+TEST_CASE("conv plan: the direct strategies", "[conv_plan]") {
+    const ConvGeometry dw = conv2d(2, 8, 8, 10, 3, 8);
+    for (ConvKind k : {ConvKind::Forward, ConvKind::Transposed, ConvKind::WeightGrad}) {
+        const ConvPlan p = plan_conv(k, dw, 2, kDefaultBudget, 4, TransposedAlgo::Auto);
+        CHECK(p.strategy == ConvStrategy::Depthwise);
+        CHECK(p.tiles.empty());
+        CHECK(p.writes_all == (k == ConvKind::Transposed));
+    }
+    CHECK_FALSE(plan_conv(ConvKind::Transposed, conv2d(2, 8, 8, 10, 3, 8, Layout::NXC), 2, kDefaultBudget, 4,
+                          TransposedAlgo::Auto)
+                    .writes_all);
+    const ConvGeometry g = conv2d(2, 4, 6, 10, 3);
+    CHECK(plan_conv(ConvKind::Transposed, g, 2, kDefaultBudget, 4, TransposedAlgo::Phases).strategy == ConvStrategy::Phases);
+    CHECK(plan_conv(ConvKind::Transposed, g, 2, kDefaultBudget, 4, TransposedAlgo::Col2im).strategy != ConvStrategy::Phases);
+    // The phase form is NCX only, and only for the transposed kernel.
+    CHECK(plan_conv(ConvKind::Transposed, conv2d(2, 4, 6, 10, 3, 1, Layout::NXC), 2, kDefaultBudget, 4,
+                    TransposedAlgo::Phases)
+              .strategy != ConvStrategy::Phases);
+    CHECK(plan_conv(ConvKind::Forward, g, 2, kDefaultBudget, 4, TransposedAlgo::Phases).strategy != ConvStrategy::Phases);
+}
+
+TEST_CASE("conv plan: every plan of the conv table keeps the rules", "[conv_plan]") {
+    std::set<ConvStrategy> seen;
+    for (const ConvConfig& c : conv_table())
+        for (Layout layout : {Layout::NCX, Layout::NXC})
+            for (bool tr : {false, true})
+                for (ConvKind kind : {ConvKind::Forward, ConvKind::Transposed, ConvKind::WeightGrad})
+                    for (int team : {1, 2, 3})
+                        for (std::int64_t budget : {c.budget, std::int64_t{256}, kDefaultBudget})
+                            for (std::size_t eb : {std::size_t{4}, std::size_t{8}}) {
+                                const ConvGeometry g = tr ? transposed_geometry(c, layout) : forward_geometry(c, layout);
+                                const ConvPlan p = plan_conv(kind, g, team, budget, eb, TransposedAlgo::Auto);
+                                const std::string what = c.name + (layout == Layout::NXC ? " NXC" : " NCX") +
+                                                         (tr ? " transposed" : " forward") + " kind " +
+                                                         std::to_string(static_cast<int>(kind)) + " team " +
+                                                         std::to_string(team) + " budget " + std::to_string(budget) +
+                                                         " " + strategy_name(p.strategy);
+                                INFO(what);
+                                seen.insert(p.strategy);
+                                if (g.Ig == 1 && g.Og == 1) {
+                                    CHECK(p.strategy == ConvStrategy::Depthwise);
+                                    continue;
+                                }
+                                check_tiles_cover(p, g, what);
+                                CHECK(p.team == team);
+                                // Column and staging buffers stay within the budget unless a tile
+                                // is down to one column (Partials' gradients: a quarter on top).
+                                std::int64_t widest = 0;
+                                for (const ColTile& t : p.tiles) widest = std::max(widest, t.cols());
+                                if (widest > 1)
+                                    CHECK((p.scratch_elems() - p.partial_elems) * static_cast<std::int64_t>(eb) <= budget);
+                                CHECK(p.writes_all == (kind == ConvKind::Forward));
+                                CHECK(p.k_major == (layout == Layout::NXC));
+                                switch (p.strategy) {
+                                    case ConvStrategy::Serial: CHECK(team == 1); break;
+                                    case ConvStrategy::Partials:
+                                        CHECK(kind == ConvKind::WeightGrad);
+                                        CHECK(p.tiles.size() >= 2);
+                                        CHECK(p.partial_elems == static_cast<std::int64_t>(p.tiles.size()) * g.G * g.Og * g.R());
+                                        CHECK(p.partial_elems * static_cast<std::int64_t>(eb) <= budget / 4);
+                                        break;
+                                    case ConvStrategy::Units:  // disjoint outputs: forward, or transposed whole images
+                                        CHECK(kind != ConvKind::WeightGrad);
+                                        if (kind == ConvKind::Transposed)
+                                            for (const ColTile& t : p.tiles) CHECK((t.p0 == 0 && t.p1 == g.out_numel()));
+                                        CHECK(p.buffers == team);
+                                        break;
+                                    case ConvStrategy::Images:
+                                        CHECK(kind == ConvKind::Transposed);
+                                        CHECK(g.N >= team);
+                                        for (const ColTile& t : p.tiles) CHECK(t.nb == 1);
+                                        break;
+                                    case ConvStrategy::Channels:
+                                        CHECK(kind == ConvKind::Transposed);
+                                        CHECK(layout == Layout::NCX);
+                                        CHECK(g.Ig >= team);
+                                        CHECK_FALSE(p.pack_weight);
+                                        break;
+                                    case ConvStrategy::Groups:
+                                        CHECK(g.G >= team);
+                                        CHECK(p.buffers == team);
+                                        break;
+                                    case ConvStrategy::Team: CHECK(p.buffers == 1); break;
+                                    default: FAIL("a direct strategy for a GEMM layer");
+                                }
+                            }
+    // The table reaches every GEMM strategy but the single-image Channels split (hand case above).
+    for (ConvStrategy s : {ConvStrategy::Depthwise, ConvStrategy::Serial, ConvStrategy::Partials, ConvStrategy::Units,
+                           ConvStrategy::Images, ConvStrategy::Groups, ConvStrategy::Team}) {
+        INFO(strategy_name(s));
+        CHECK(seen.count(s) == 1);
+    }
+}
