@@ -25,6 +25,8 @@ extern "C" void openblas_set_num_threads(int);
 
 namespace tg {
 
+const simd_gemm::Kernels simd_gemm::scalar = {};
+
 namespace {
 
 int fit_int(std::int64_t v, const char* what) {
@@ -50,22 +52,24 @@ std::atomic<int>& thread_setting() {
     return n;
 }
 
+// The table of tapegrad's own f32 GEMM for the active set, or null where OpenBLAS runs.
+const simd_gemm::Kernels* own_sgemm() {
+#ifdef TAPEGRAD_GEMM_OPENBLAS
+    return nullptr;
+#else
+    static constexpr simd::Dispatch<simd_gemm::Kernels> d{simd_gemm::scalar, simd_gemm::avx2, simd_gemm::avx512};
+    const simd_gemm::Kernels& k = d.active();
+    return k.sgemm ? &k : nullptr;
+#endif
+}
+
 // f32 runs on tapegrad's own xsimd GEMM (tapegrad/core/gemm_kernel.hpp) unless the build chose
 // OpenBLAS (TAPEGRAD_GEMM=openblas) or the CPU has no AVX2; f64 always runs on OpenBLAS.
 template <class T>
 void blas_call(bool ta, bool tb, int M, int N, int K, T alpha, const T* A, int lda, const T* B, int ldb, T beta, T* C,
                int ldc) {
-#ifndef TAPEGRAD_GEMM_OPENBLAS
-    if constexpr (std::is_same_v<T, float>) {
-        switch (simd::active()) {
-            case simd::Isa::avx512:
-                simd_gemm::sgemm_avx512(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, nullptr);
-                return;
-            case simd::Isa::avx2: simd_gemm::sgemm_avx2(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, nullptr); return;
-            case simd::Isa::scalar: break;
-        }
-    }
-#endif
+    if constexpr (std::is_same_v<T, float>)
+        if (const simd_gemm::Kernels* k = own_sgemm()) return k->sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, nullptr);
     const auto TA = ta ? CblasTrans : CblasNoTrans, TB = tb ? CblasTrans : CblasNoTrans;
     if constexpr (std::is_same_v<T, float>) cblas_sgemm(CblasRowMajor, TA, TB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     else cblas_dgemm(CblasRowMajor, TA, TB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
@@ -110,17 +114,8 @@ template <class T>
 void gemm_from_impl(bool ta, std::int64_t M, std::int64_t N, std::int64_t K, T alpha, const T* A, std::int64_t lda,
                     const PanelSource<T>& b, T beta, T* C, std::int64_t ldc) {
     if (M == 0 || N == 0) return;
-#ifndef TAPEGRAD_GEMM_OPENBLAS
-    if constexpr (std::is_same_v<T, float>) {
-        switch (simd::active()) {
-            case simd::Isa::avx512:
-                simd_gemm::sgemm_avx512_from(ta, M, N, K, alpha, A, lda, b, beta, C, ldc, nullptr);
-                return;
-            case simd::Isa::avx2: simd_gemm::sgemm_avx2_from(ta, M, N, K, alpha, A, lda, b, beta, C, ldc, nullptr); return;
-            case simd::Isa::scalar: break;
-        }
-    }
-#endif
+    if constexpr (std::is_same_v<T, float>)
+        if (const simd_gemm::Kernels* k = own_sgemm()) return k->sgemm_from(ta, M, N, K, alpha, A, lda, b, beta, C, ldc, nullptr);
     Buffer<T> whole(checked_mul(K, N, "gemm"));
     b.pack(b.ctx, 0, K, 0, N, N, whole.data());
     blas_call(ta, false, fit_int(M, "M"), fit_int(N, "N"), fit_int(K, "K"), alpha, A, fit_int(lda, "lda"), whole.data(),
@@ -144,24 +139,13 @@ void gemm_from<double>(bool ta, std::int64_t M, std::int64_t N, std::int64_t K, 
 template <class T>
 PackedA<T>::PackedA(bool trans, std::int64_t M, std::int64_t K, const T* A, std::int64_t lda)
     : trans_(trans), M_(M), K_(K), A_(A), lda_(lda) {
-#ifndef TAPEGRAD_GEMM_OPENBLAS
     if constexpr (std::is_same_v<T, float>) {
         if (M <= 0 || K <= 0) return;
-        switch (simd::active()) {
-            case simd::Isa::avx512:
-                packed_ = Buffer<float>(simd_gemm::sgemm_avx512_packed_a_size(M, K));
-                simd_gemm::sgemm_avx512_pack_a(trans, M, K, A, lda, packed_.data());
-                arch_ = 2;
-                break;
-            case simd::Isa::avx2:
-                packed_ = Buffer<float>(simd_gemm::sgemm_avx2_packed_a_size(M, K));
-                simd_gemm::sgemm_avx2_pack_a(trans, M, K, A, lda, packed_.data());
-                arch_ = 1;
-                break;
-            case simd::Isa::scalar: break;
+        if ((kernels_ = own_sgemm())) {
+            packed_ = Buffer<float>(kernels_->packed_a_size(M, K));
+            kernels_->pack_a(trans, M, K, A, lda, packed_.data());
         }
     }
-#endif
 }
 template class PackedA<float>;
 template class PackedA<double>;
@@ -171,12 +155,8 @@ void gemm(const PackedA<T>& a, bool tb, std::int64_t N, T alpha, const T* B, std
           std::int64_t ldc) {
     if (a.M_ == 0 || N == 0) return;
     if constexpr (std::is_same_v<T, float>) {
-        if (a.arch_ == 2)
-            return simd_gemm::sgemm_avx512(a.trans_, tb, a.M_, N, a.K_, alpha, a.A_, a.lda_, B, ldb, beta, C, ldc,
-                                           a.packed_.data());
-        if (a.arch_ == 1)
-            return simd_gemm::sgemm_avx2(a.trans_, tb, a.M_, N, a.K_, alpha, a.A_, a.lda_, B, ldb, beta, C, ldc,
-                                         a.packed_.data());
+        if (a.kernels_)
+            return a.kernels_->sgemm(a.trans_, tb, a.M_, N, a.K_, alpha, a.A_, a.lda_, B, ldb, beta, C, ldc, a.packed_.data());
     }
     blas_call(a.trans_, tb, fit_int(a.M_, "M"), fit_int(N, "N"), fit_int(a.K_, "K"), alpha, a.A_, fit_int(a.lda_, "lda"), B,
               fit_int(ldb, "ldb"), beta, C, fit_int(ldc, "ldc"));
@@ -186,12 +166,8 @@ template <class T>
 void gemm_from(const PackedA<T>& a, std::int64_t N, T alpha, const PanelSource<T>& b, T beta, T* C, std::int64_t ldc) {
     if (a.M_ == 0 || N == 0) return;
     if constexpr (std::is_same_v<T, float>) {
-        if (a.arch_ == 2)
-            return simd_gemm::sgemm_avx512_from(a.trans_, a.M_, N, a.K_, alpha, a.A_, a.lda_, b, beta, C, ldc,
-                                                a.packed_.data());
-        if (a.arch_ == 1)
-            return simd_gemm::sgemm_avx2_from(a.trans_, a.M_, N, a.K_, alpha, a.A_, a.lda_, b, beta, C, ldc,
-                                              a.packed_.data());
+        if (a.kernels_)
+            return a.kernels_->sgemm_from(a.trans_, a.M_, N, a.K_, alpha, a.A_, a.lda_, b, beta, C, ldc, a.packed_.data());
     }
     gemm_from<T>(a.trans_, a.M_, N, a.K_, alpha, a.A_, a.lda_, b, beta, C, ldc);
 }

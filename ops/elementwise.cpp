@@ -10,6 +10,29 @@
 
 namespace tg {
 
+namespace simd_ew {
+namespace {
+template <class T>
+std::int64_t binary_none(Bin, const T*, const T*, T*, std::int64_t) { return 0; }
+template <class T>
+std::int64_t binary_scalar_none(Bin, const T*, T, T*, std::int64_t) { return 0; }
+template <class T>
+std::int64_t affine_none(const T*, T, T, T*, std::int64_t) { return 0; }
+}  // namespace
+const Kernels<float> f32_scalar = {&binary_none<float>, &binary_scalar_none<float>, &affine_none<float>};
+const Kernels<double> f64_scalar = {&binary_none<double>, &binary_scalar_none<double>, &affine_none<double>};
+template <>
+const simd::Dispatch<Kernels<float>>& dispatch<float>() {
+    static constexpr simd::Dispatch<Kernels<float>> d{f32_scalar, f32_avx2, f32_avx512};
+    return d;
+}
+template <>
+const simd::Dispatch<Kernels<double>>& dispatch<double>() {
+    static constexpr simd::Dispatch<Kernels<double>> d{f64_scalar, f64_avx2, f64_avx512};
+    return d;
+}
+}  // namespace simd_ew
+
 void need_float(const Tensor& t, const char* op, const char* which) {
     if (!t.defined()) fail("input", op, ": ", which, " is undefined");
     if (!is_float(t.dtype()))
@@ -27,18 +50,6 @@ T apply_binary(BinaryOp op, T a, T b) {
         case BinaryOp::Div: return a / b;
     }
     return T(0);
-}
-
-// The vector kernels (tapegrad/ops/elementwise_kernels.hpp) of the active instruction set for T, or
-// null for Isa::scalar. They cover the contiguous paths below: same-shape and scalar-operand
-// binary ops and affine, each lane bit for bit the scalar expression (the unary maps are the
-// functors of tapegrad/ops/functors.hpp, run by vector_map). The broadcasting paths walk runs.
-template <class T>
-const simd_ew::Kernels<T>* vector_kernels() {
-    const simd::Isa isa = simd::active();
-    if (isa == simd::Isa::scalar) return nullptr;
-    if constexpr (std::is_same_v<T, float>) return isa == simd::Isa::avx512 ? &simd_ew::f32_avx512 : &simd_ew::f32_avx2;
-    else return isa == simd::Isa::avx512 ? &simd_ew::f64_avx512 : &simd_ew::f64_avx2;
 }
 
 simd_ew::Bin vector_op(BinaryOp op) {
@@ -102,13 +113,15 @@ Tensor binary_op(BinaryOp op, const Tensor& a, const Tensor& b) {
         const T* pb = B.data<T>();
         T* po = out.data<T>();
         const std::int64_t n = out.numel();
-        const simd_ew::Kernels<T>* vk = vector_kernels<T>();
+        // The vector kernels of the active set cover the contiguous runs (each lane bit for bit
+        // the scalar expression): whole vectors, then the tail.
+        const simd_ew::Kernels<T>& vk = simd_ew::dispatch<T>().active();
         if (a.shape() == b.shape()) {
-            std::int64_t k = vk ? vk->binary(vector_op(op), pa, pb, po, n) : 0;  // whole vectors, then the tail
+            std::int64_t k = vk.binary(vector_op(op), pa, pb, po, n);
             for (; k < n; ++k) po[k] = apply_binary(op, pa[k], pb[k]);
         } else if (B.numel() == 1) {
             const T s = pb[0];
-            std::int64_t k = vk ? vk->binary_scalar(vector_op(op), pa, s, po, n) : 0;
+            std::int64_t k = vk.binary_scalar(vector_op(op), pa, s, po, n);
             for (; k < n; ++k) po[k] = apply_binary(op, pa[k], s);  // the result has a's element count
         } else {
             // Broadcasting: the innermost axes along which each operand is either constant
@@ -146,13 +159,13 @@ Tensor binary_op(BinaryOp op, const Tensor& a, const Tensor& b) {
                 T* ro = po + r * inner;
                 std::int64_t k = 0;
                 if (ca != 0 && cb != 0) {  // both contiguous
-                    k = vk ? vk->binary(vector_op(op), ra, rb, ro, inner) : 0;
+                    k = vk.binary(vector_op(op), ra, rb, ro, inner);
                     for (; k < inner; ++k) ro[k] = apply_binary(op, ra[k], rb[k]);
                 } else if (ca != 0) {  // b constant
-                    k = vk ? vk->binary_scalar(vector_op(op), ra, rb[0], ro, inner) : 0;
+                    k = vk.binary_scalar(vector_op(op), ra, rb[0], ro, inner);
                     for (; k < inner; ++k) ro[k] = apply_binary(op, ra[k], rb[0]);
                 } else if (cb != 0) {  // a constant
-                    k = vk && commutes ? vk->binary_scalar(vector_op(op), rb, ra[0], ro, inner) : 0;
+                    k = commutes ? vk.binary_scalar(vector_op(op), rb, ra[0], ro, inner) : 0;
                     for (; k < inner; ++k) ro[k] = apply_binary(op, ra[0], rb[k]);
                 } else {
                     const T v = apply_binary(op, ra[0], rb[0]);
@@ -175,8 +188,7 @@ Tensor affine(const Tensor& x, double scale, double shift) {
         T* po = out.data<T>();
         const T s = static_cast<T>(scale), b = static_cast<T>(shift);
         const std::int64_t n = out.numel();
-        const simd_ew::Kernels<T>* vk = vector_kernels<T>();
-        std::int64_t k = vk ? vk->affine(px, s, b, po, n) : 0;  // whole vectors, then the tail
+        std::int64_t k = simd_ew::dispatch<T>().active().affine(px, s, b, po, n);  // whole vectors, then the tail
         for (; k < n; ++k) po[k] = px[k] * s + b;  // this unit has no -mfma: the product is rounded, as in the kernels
     });
     return out.to(x.dtype());

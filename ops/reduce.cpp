@@ -37,12 +37,8 @@ void accumulate(const T* x, std::int64_t rows, std::int64_t len, double* acc) {
 
 // The kernels of the active instruction set.
 const simd_reduce::Kernels& reduce_kernels() {
-    switch (simd::active()) {
-        case simd::Isa::avx512: return simd_reduce::avx512;
-        case simd::Isa::avx2: return simd_reduce::avx2;
-        case simd::Isa::scalar: break;
-    }
-    return simd_reduce::scalar;
+    static constexpr simd::Dispatch<simd_reduce::Kernels> d{simd_reduce::scalar, simd_reduce::avx2, simd_reduce::avx512};
+    return d.active();
 }
 
 }  // namespace

@@ -1,63 +1,31 @@
 #include "tapegrad/ops/vec.hpp"
 
-#include "tapegrad/core/simd.hpp"
+#include "tapegrad/ops/vec_kernels.hpp"
 
 namespace tg::vec {
 
-// The per-architecture entry points (ops/vec.avx2.cpp, ops/vec.avx512.cpp).
-#define TG_VEC_DECLARE(SUFFIX)                                                                \
-    template <class T> void axpy_##SUFFIX(std::int64_t n, T a, const T* x, T* y);            \
-    template <class T> void fma_##SUFFIX(std::int64_t n, const T* a, const T* b, T* y);      \
-    template <class T> T dot_##SUFFIX(std::int64_t n, const T* x, const T* y);              \
-    template <class T> void interleave2_##SUFFIX(std::int64_t n, const T* a, const T* b, T* out, bool add);  \
-    template <class T> void add_runs_##SUFFIX(const Run* runs, std::int64_t n, const T* src, T* dst);  \
-    template <class T> void copy_runs_##SUFFIX(const LaneRun* runs, std::int64_t n, const T* src, std::int64_t step, T* dst,  \
-                                               std::int64_t count, std::int64_t ss, std::int64_t ds);  \
-    template <class T> void transpose_##SUFFIX(const T* src, std::int64_t lds, std::int64_t rows, std::int64_t cols, \
-                                               T* dst, std::int64_t ldd);
-TG_VEC_DECLARE(avx2)
-TG_VEC_DECLARE(avx512)
-#undef TG_VEC_DECLARE
+namespace {
 
+// Isa::scalar: plain loops.
 template <class T>
-void axpy(std::int64_t n, T a, const T* x, T* y) {
-    switch (simd::active()) {
-        case simd::Isa::avx512: return axpy_avx512(n, a, x, y);
-        case simd::Isa::avx2: return axpy_avx2(n, a, x, y);
-        case simd::Isa::scalar: break;
-    }
+void axpy_scalar(std::int64_t n, T a, const T* x, T* y) {
     for (std::int64_t i = 0; i < n; ++i) y[i] += a * x[i];
 }
 
 template <class T>
-void fma(std::int64_t n, const T* a, const T* b, T* y) {
-    switch (simd::active()) {
-        case simd::Isa::avx512: return fma_avx512(n, a, b, y);
-        case simd::Isa::avx2: return fma_avx2(n, a, b, y);
-        case simd::Isa::scalar: break;
-    }
+void fma_scalar(std::int64_t n, const T* a, const T* b, T* y) {
     for (std::int64_t i = 0; i < n; ++i) y[i] += a[i] * b[i];
 }
 
 template <class T>
-T dot(std::int64_t n, const T* x, const T* y) {
-    switch (simd::active()) {
-        case simd::Isa::avx512: return dot_avx512(n, x, y);
-        case simd::Isa::avx2: return dot_avx2(n, x, y);
-        case simd::Isa::scalar: break;
-    }
+T dot_scalar(std::int64_t n, const T* x, const T* y) {
     T s = 0;
     for (std::int64_t i = 0; i < n; ++i) s += x[i] * y[i];
     return s;
 }
 
 template <class T>
-void interleave2(std::int64_t n, const T* a, const T* b, T* out, bool add) {
-    switch (simd::active()) {
-        case simd::Isa::avx512: return interleave2_avx512(n, a, b, out, add);
-        case simd::Isa::avx2: return interleave2_avx2(n, a, b, out, add);
-        case simd::Isa::scalar: break;
-    }
+void interleave2_scalar(std::int64_t n, const T* a, const T* b, T* out, bool add) {
     for (std::int64_t i = 0; i < n; ++i) {
         out[2 * i] = add ? out[2 * i] + a[i] : a[i];
         out[2 * i + 1] = add ? out[2 * i + 1] + b[i] : b[i];
@@ -65,24 +33,14 @@ void interleave2(std::int64_t n, const T* a, const T* b, T* out, bool add) {
 }
 
 template <class T>
-void add_runs(const Run* runs, std::int64_t n, const T* src, T* dst) {
-    switch (simd::active()) {
-        case simd::Isa::avx512: return add_runs_avx512(runs, n, src, dst);
-        case simd::Isa::avx2: return add_runs_avx2(runs, n, src, dst);
-        case simd::Isa::scalar: break;
-    }
+void add_runs_scalar(const Run* runs, std::int64_t n, const T* src, T* dst) {
     for (std::int64_t r = 0; r < n; ++r)
         for (std::int64_t e = 0; e < runs[r].len; ++e) dst[runs[r].dst + e] += src[runs[r].src + e];
 }
 
 template <class T>
-void copy_runs(const LaneRun* runs, std::int64_t n, const T* src, std::int64_t step, T* dst, std::int64_t count,
-               std::int64_t src_stride, std::int64_t dst_stride) {
-    switch (simd::active()) {
-        case simd::Isa::avx512: return copy_runs_avx512(runs, n, src, step, dst, count, src_stride, dst_stride);
-        case simd::Isa::avx2: return copy_runs_avx2(runs, n, src, step, dst, count, src_stride, dst_stride);
-        case simd::Isa::scalar: break;
-    }
+void copy_runs_scalar(const LaneRun* runs, std::int64_t n, const T* src, std::int64_t step, T* dst, std::int64_t count,
+                      std::int64_t src_stride, std::int64_t dst_stride) {
     for (std::int64_t r = 0; r < n; ++r)
         for (std::int64_t c = 0; c < count; ++c) {
             const LaneRun& u = runs[r];
@@ -93,31 +51,66 @@ void copy_runs(const LaneRun* runs, std::int64_t n, const T* src, std::int64_t s
 }
 
 template <class T>
-void transpose(const T* src, std::int64_t lds, std::int64_t rows, std::int64_t cols, T* dst, std::int64_t ldd) {
-    switch (simd::active()) {
-        case simd::Isa::avx512: return transpose_avx512(src, lds, rows, cols, dst, ldd);
-        case simd::Isa::avx2: return transpose_avx2(src, lds, rows, cols, dst, ldd);
-        case simd::Isa::scalar: break;
-    }
+void transpose_scalar(const T* src, std::int64_t lds, std::int64_t rows, std::int64_t cols, T* dst, std::int64_t ldd) {
     for (std::int64_t r = 0; r < rows; ++r)
         for (std::int64_t c = 0; c < cols; ++c) dst[c * ldd + r] = src[r * lds + c];
 }
 
-template void transpose<float>(const float*, std::int64_t, std::int64_t, std::int64_t, float*, std::int64_t);
-template void transpose<double>(const double*, std::int64_t, std::int64_t, std::int64_t, double*, std::int64_t);
-template void copy_runs<float>(const LaneRun*, std::int64_t, const float*, std::int64_t, float*, std::int64_t, std::int64_t,
-                              std::int64_t);
-template void copy_runs<double>(const LaneRun*, std::int64_t, const double*, std::int64_t, double*, std::int64_t, std::int64_t,
-                               std::int64_t);
-template void interleave2<float>(std::int64_t, const float*, const float*, float*, bool);
-template void interleave2<double>(std::int64_t, const double*, const double*, double*, bool);
-template void add_runs<float>(const Run*, std::int64_t, const float*, float*);
-template void add_runs<double>(const Run*, std::int64_t, const double*, double*);
-template void axpy<float>(std::int64_t, float, const float*, float*);
-template void axpy<double>(std::int64_t, double, const double*, double*);
-template void fma<float>(std::int64_t, const float*, const float*, float*);
-template void fma<double>(std::int64_t, const double*, const double*, double*);
-template float dot<float>(std::int64_t, const float*, const float*);
-template double dot<double>(std::int64_t, const double*, const double*);
+template <class T>
+constexpr Kernels<T> scalar_table() {
+    return {&axpy_scalar<T>,     &fma_scalar<T>,       &dot_scalar<T>,       &interleave2_scalar<T>,
+            &add_runs_scalar<T>, &copy_runs_scalar<T>, &transpose_scalar<T>};
+}
+
+}  // namespace
+
+const Kernels<float> f32_scalar = scalar_table<float>();
+const Kernels<double> f64_scalar = scalar_table<double>();
+
+namespace {
+
+// The active set's table for T.
+template <class T>
+const Kernels<T>& active() {
+    static const simd::Dispatch<Kernels<float>> f32{f32_scalar, f32_avx2, f32_avx512};
+    static const simd::Dispatch<Kernels<double>> f64{f64_scalar, f64_avx2, f64_avx512};
+    if constexpr (sizeof(T) == 4) return f32.active();
+    else return f64.active();
+}
+
+}  // namespace
+
+template <class T>
+void axpy(std::int64_t n, T a, const T* x, T* y) { active<T>().axpy(n, a, x, y); }
+template <class T>
+void fma(std::int64_t n, const T* a, const T* b, T* y) { active<T>().fma(n, a, b, y); }
+template <class T>
+T dot(std::int64_t n, const T* x, const T* y) { return active<T>().dot(n, x, y); }
+template <class T>
+void interleave2(std::int64_t n, const T* a, const T* b, T* out, bool add) { active<T>().interleave2(n, a, b, out, add); }
+template <class T>
+void add_runs(const Run* runs, std::int64_t n, const T* src, T* dst) { active<T>().add_runs(runs, n, src, dst); }
+template <class T>
+void copy_runs(const LaneRun* runs, std::int64_t n, const T* src, std::int64_t step, T* dst, std::int64_t count,
+               std::int64_t src_stride, std::int64_t dst_stride) {
+    active<T>().copy_runs(runs, n, src, step, dst, count, src_stride, dst_stride);
+}
+template <class T>
+void transpose(const T* src, std::int64_t lds, std::int64_t rows, std::int64_t cols, T* dst, std::int64_t ldd) {
+    active<T>().transpose(src, lds, rows, cols, dst, ldd);
+}
+
+#define TG_VEC_PUBLIC(T)                                                                                        \
+    template void axpy<T>(std::int64_t, T, const T*, T*);                                                       \
+    template void fma<T>(std::int64_t, const T*, const T*, T*);                                                 \
+    template T dot<T>(std::int64_t, const T*, const T*);                                                        \
+    template void interleave2<T>(std::int64_t, const T*, const T*, T*, bool);                                   \
+    template void add_runs<T>(const Run*, std::int64_t, const T*, T*);                                          \
+    template void copy_runs<T>(const LaneRun*, std::int64_t, const T*, std::int64_t, T*, std::int64_t, std::int64_t, \
+                               std::int64_t);                                                                   \
+    template void transpose<T>(const T*, std::int64_t, std::int64_t, std::int64_t, T*, std::int64_t);
+TG_VEC_PUBLIC(float)
+TG_VEC_PUBLIC(double)
+#undef TG_VEC_PUBLIC
 
 }  // namespace tg::vec

@@ -23,4 +23,10 @@ inline std::vector<simd::Isa> tested_isas(bool with_scalar = true) {
     return run;
 }
 
+// Restores the active instruction set when a test that forces others ends, even on a throw.
+struct IsaGuard {
+    simd::Isa before = simd::active();
+    ~IsaGuard() { simd::force(before); }
+};
+
 }  // namespace tg::testing

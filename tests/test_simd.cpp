@@ -88,6 +88,22 @@ TEST_CASE("f32 GEMM matches the f64 product at every instruction set", "[simd][g
     simd::force(before);
 }
 
+TEST_CASE("simd::Dispatch hands out the table of the set in use, and follows force()", "[simd]") {
+    struct Table {
+        const char* name;
+    };
+    static const Table scalar{"scalar"}, avx2{"avx2"}, avx512{"avx512"};
+    static const simd::Dispatch<Table> d{scalar, avx2, avx512};
+    CHECK(&d.on(simd::Isa::scalar) == &scalar);
+    CHECK(&d.on(simd::Isa::avx2) == &avx2);
+    CHECK(&d.on(simd::Isa::avx512) == &avx512);
+    testing::IsaGuard guard;
+    for (simd::Isa isa : testing::tested_isas()) {
+        simd::force(isa);
+        CHECK(std::string(d.active().name) == simd::isa_name(isa));
+    }
+}
+
 TEST_CASE("the instruction-set switch names what it does and refuses unknown sets", "[simd]") {
     const std::vector<simd::Isa> a = simd::available();
     REQUIRE(!a.empty());

@@ -37,10 +37,6 @@ using namespace tg;
 namespace {
 
 // Restores the instruction set in use when the test started, also when a check throws.
-struct IsaGuard {
-    simd::Isa before = simd::active();
-    ~IsaGuard() { simd::force(before); }
-};
 
 const std::vector<std::int64_t> kSizes = {0, 1, 7, 15, 16, 17, 31, 33, 1000, 4099};
 
@@ -200,7 +196,7 @@ void check_conversion(const char* name, void (*convert)(const S*, D*, std::int64
 }  // namespace
 
 TEST_CASE("bulk f16/bf16 conversions equal the scalar ones bit for bit at every instruction set", "[simd][convert]") {
-    IsaGuard guard;
+    testing::IsaGuard guard;
     const float fsent = f32_of(0x7fbadbad);
     const std::uint16_t hsent = 0xbeef;
     for (std::int64_t n : kSizes)
@@ -229,7 +225,7 @@ TEST_CASE("bulk f16/bf16 conversions equal the scalar ones bit for bit at every 
 
 TEST_CASE("bulk conversions: every 16-bit pattern, and every f32 high half with the rounding-relevant low halves",
           "[simd][convert]") {
-    IsaGuard guard;
+    testing::IsaGuard guard;
     std::vector<std::uint16_t> all16(65536);
     for (std::uint32_t i = 0; i < 65536; ++i) all16[i] = static_cast<std::uint16_t>(i);
     // f32 -> f16 keeps bits 13.. of the mantissa (normal results) or fewer (subnormal ones);
@@ -262,7 +258,7 @@ TEST_CASE("bulk conversions: every 16-bit pattern, and every f32 high half with 
 
 TEST_CASE("Tensor::to between f32 and f16/bf16 converts like the scalar functions at every instruction set",
           "[simd][convert]") {
-    IsaGuard guard;
+    testing::IsaGuard guard;
     for (simd::Isa isa : tg::testing::tested_isas()) {
         simd::force(isa);
         for (std::int64_t n : {std::int64_t{0}, std::int64_t{17}, std::int64_t{4099}}) {
@@ -333,7 +329,7 @@ void check_same(const Tensor& got, const Tensor& want, const std::vector<bool>& 
 // Runs op under Isa::scalar for the reference, then under every vector set, comparing.
 template <class F>
 void check_all_isas(F op, const std::vector<bool>& nan_ok, const std::string& what) {
-    IsaGuard guard;
+    testing::IsaGuard guard;
     simd::force(simd::Isa::scalar);
     const Tensor want = op();
     for (simd::Isa isa : vector_isas()) {
@@ -438,7 +434,7 @@ void check_kernel_coverage(const simd_ew::Kernels<T>& kt, std::int64_t n) {
     run("div by a scalar", [&](T* o) { return kt.binary_scalar(simd_ew::Bin::div, x.data(), bs, o, n); }, [&](std::int64_t i) { return x[i] / bs; }, false);
     // The functor maps of tapegrad/ops/functors.hpp on the active set.
     auto vmap = [&](const auto& f, T* o) {
-        return simd::active() == simd::Isa::avx512 ? simd_ew::map_avx512(f, x.data(), o, n) : simd_ew::map_avx2(f, x.data(), o, n);
+        return simd_ew::map_dispatch<std::decay_t<decltype(f)>, T>.active().map(f, x.data(), o, n);
     };
     run("neg", [&](T* o) { return vmap(fn::Neg{}, o); }, [&](std::int64_t i) { return -x[i]; }, false);
     run("abs", [&](T* o) { return vmap(fn::Abs{}, o); }, [&](std::int64_t i) { return std::fabs(x[i]); }, false);
@@ -458,13 +454,12 @@ void check_kernel_coverage(const simd_ew::Kernels<T>& kt, std::int64_t n) {
 }  // namespace
 
 TEST_CASE("element-wise kernel tables write exactly the whole vectors they report", "[simd][elementwise]") {
-    IsaGuard guard;
+    testing::IsaGuard guard;
     for (simd::Isa isa : vector_isas()) {
         simd::force(isa);
-        const bool w512 = isa == simd::Isa::avx512;
         for (std::int64_t n : kSizes) {
-            check_kernel_coverage(w512 ? simd_ew::f32_avx512 : simd_ew::f32_avx2, n);
-            check_kernel_coverage(w512 ? simd_ew::f64_avx512 : simd_ew::f64_avx2, n);
+            check_kernel_coverage(simd_ew::dispatch<float>().on(isa), n);
+            check_kernel_coverage(simd_ew::dispatch<double>().on(isa), n);
         }
     }
 }
@@ -643,7 +638,7 @@ TEST_CASE("sums: ISA-independent, exact to the sequential order where kept axes 
                         const Tensor seq = sequential_sum(x, sc.axes, keepdim);
                         std::vector<bool> any_nan(static_cast<std::size_t>(seq.numel()), true);  // results involving NaN: any NaN
                         check_all_isas([&] { return reduce_sum(x, sc.axes, keepdim); }, any_nan, what.str());
-                        IsaGuard guard;
+                        testing::IsaGuard guard;
                         simd::force(simd::Isa::scalar);
                         const Tensor got = reduce_sum(x, sc.axes, keepdim);
                         if (!rows || !suffix || dt == DType::f64 || len < simd_reduce::kLanes) {

@@ -44,10 +44,6 @@ void check_golden(const std::string& name, const Tensor& got, double rel = 0) {
     }
 }
 
-struct IsaGuard {
-    simd::Isa before = simd::active();
-    ~IsaGuard() { simd::force(before); }
-};
 
 template <class T>
 std::uint64_t bits(T v) {
@@ -195,7 +191,7 @@ TEST_CASE("arithmetic, comparisons and masks against PyTorch", "[tensor-math]") 
 }
 
 TEST_CASE("vector functors equal their scalar form bit for bit at every ISA", "[tensor-math][simd]") {
-    IsaGuard guard;
+    testing::IsaGuard guard;
     std::mt19937 rng(17);
     std::vector<float> xf;
     std::vector<double> xd;

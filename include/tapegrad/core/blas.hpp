@@ -45,6 +45,10 @@ void gemm_from(bool trans_a, std::int64_t M, std::int64_t N, std::int64_t K, T a
 // by every tile of a batch), so that each of them skips packing A. Only tapegrad's own f32
 // GEMM packs; on OpenBLAS (f64, f32 without AVX2, the openblas build) it just keeps A, which
 // must outlive it either way.
+namespace simd_gemm {
+struct Kernels;
+}
+
 template <class T>
 class PackedA {
 public:
@@ -62,7 +66,7 @@ private:
     std::int64_t M_, K_;
     const T* A_;
     std::int64_t lda_;
-    int arch_ = 0;          // the instruction set that packed it (0: not packed)
+    const simd_gemm::Kernels* kernels_ = nullptr;  // the GEMM table that packed it (null: not packed)
     Buffer<float> packed_;  // the GEMM kernel's packed layout
 };
 

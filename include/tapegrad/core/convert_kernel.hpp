@@ -125,17 +125,8 @@ std::int64_t bf16_to_f32(const std::uint16_t* src, float* dst, std::int64_t n) {
 
 }  // namespace tg::simd_convert
 
-// Defines the entry points of tapegrad/core/convert_kernels.hpp for one architecture (once per arch .cpp).
-#define TG_INSTANTIATE_CONVERT(ARCH, SUFFIX)                                                                    \
-    std::int64_t tg::simd_convert::f32_to_f16_##SUFFIX(const float* src, std::uint16_t* dst, std::int64_t n) { \
-        return f32_to_f16<ARCH>(src, dst, n);                                                                  \
-    }                                                                                                          \
-    std::int64_t tg::simd_convert::f16_to_f32_##SUFFIX(const std::uint16_t* src, float* dst, std::int64_t n) { \
-        return f16_to_f32<ARCH>(src, dst, n);                                                                  \
-    }                                                                                                          \
-    std::int64_t tg::simd_convert::f32_to_bf16_##SUFFIX(const float* src, std::uint16_t* dst, std::int64_t n) { \
-        return f32_to_bf16<ARCH>(src, dst, n);                                                                 \
-    }                                                                                                          \
-    std::int64_t tg::simd_convert::bf16_to_f32_##SUFFIX(const std::uint16_t* src, float* dst, std::int64_t n) { \
-        return bf16_to_f32<ARCH>(src, dst, n);                                                                 \
-    }
+// Defines the table of tapegrad/core/convert_kernels.hpp for one architecture (once per arch .cpp).
+#define TG_INSTANTIATE_CONVERT(ARCH, SUFFIX)                                                   \
+    const tg::simd_convert::Kernels tg::simd_convert::SUFFIX = {                              \
+        &tg::simd_convert::f32_to_f16<ARCH>, &tg::simd_convert::f16_to_f32<ARCH>,             \
+        &tg::simd_convert::f32_to_bf16<ARCH>, &tg::simd_convert::bf16_to_f32<ARCH>};

@@ -265,23 +265,14 @@ void sgemm_from(bool ta, std::int64_t M, std::int64_t N, std::int64_t K, float a
 
 }  // namespace tg::simd_gemm
 
-// Instantiates the GEMM entry points for one architecture (used once per arch .cpp).
-#define TG_INSTANTIATE_SGEMM(ARCH, NAME)                                                                         \
-    void tg::simd_gemm::NAME(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha,        \
-                             const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float beta,      \
-                             float* C, std::int64_t ldc, const float* a_packed) {                                  \
-        sgemm<ARCH>(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, a_packed);                               \
-    }                                                                                                              \
-    void tg::simd_gemm::NAME##_from(bool ta, std::int64_t M, std::int64_t N, std::int64_t K, float alpha,          \
-                                    const float* A, std::int64_t lda, const PanelSource& b, float beta, float* C,  \
-                                    std::int64_t ldc, const float* a_packed) {                                     \
-        sgemm_from<ARCH>(ta, M, N, K, alpha, A, lda, b, beta, C, ldc, a_packed);                                   \
-    }                                                                                                              \
-    std::int64_t tg::simd_gemm::NAME##_packed_a_size(std::int64_t M, std::int64_t K) {                             \
-        constexpr std::int64_t MR = Params<ARCH>::MR;                                                              \
-        return (M + MR - 1) / MR * MR * K;                                                                         \
-    }                                                                                                              \
-    void tg::simd_gemm::NAME##_pack_a(bool ta, std::int64_t M, std::int64_t K, const float* A, std::int64_t lda,   \
-                                      float* dst) {                                                                \
-        pack_a_all<ARCH>(ta, M, K, A, lda, dst);                                                                   \
+// The table of tapegrad/core/gemm_kernels.hpp for one architecture (used once per arch .cpp).
+#define TG_INSTANTIATE_SGEMM(ARCH, NAME)                                                                  \
+    namespace tg::simd_gemm {                                                                             \
+    namespace {                                                                                           \
+    std::int64_t packed_a_size(std::int64_t M, std::int64_t K) {                                          \
+        constexpr std::int64_t MR = Params<ARCH>::MR;                                                     \
+        return (M + MR - 1) / MR * MR * K;                                                                \
+    }                                                                                                     \
+    }                                                                                                     \
+    const Kernels NAME = {&sgemm<ARCH>, &sgemm_from<ARCH>, &packed_a_size, &pack_a_all<ARCH>};           \
     }

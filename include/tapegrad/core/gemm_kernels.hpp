@@ -1,5 +1,5 @@
-// The per-architecture entry points of tapegrad's own SGEMM (tapegrad/core/gemm_kernel.hpp), one per
-// instruction set the dispatcher in tapegrad/core/simd.hpp can pick. Row-major, BLAS semantics:
+// The per-architecture entry points of tapegrad's own SGEMM (tapegrad/core/gemm_kernel.hpp), one table
+// per instruction set, reached through simd::Dispatch (core/blas.cpp). Row-major, BLAS semantics:
 // C[M×N] = alpha · op(A) · op(B) + beta · C; beta == 0 never reads C. Single-threaded.
 #pragma once
 #include <cstdint>
@@ -13,24 +13,20 @@ namespace tg::simd_gemm {
 using PanelSource = tg::PanelSource<float>;
 
 // `a_packed`: null, or op(A) packed by the same architecture's pack_a (A, lda then unused).
-void sgemm_avx2(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
-                std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc,
-                const float* a_packed);
-void sgemm_avx512(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
+struct Kernels {
+    // C = alpha · op(A) · op(B) + beta · C; a non-null `a_packed` is op(A) packed by pack_a.
+    void (*sgemm)(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
                   std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc,
                   const float* a_packed);
-
-void sgemm_avx2_from(bool ta, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
-                     std::int64_t lda, const PanelSource& b, float beta, float* C, std::int64_t ldc,
-                     const float* a_packed);
-void sgemm_avx512_from(bool ta, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
+    // The same with B made panel by panel by `b`.
+    void (*sgemm_from)(bool ta, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
                        std::int64_t lda, const PanelSource& b, float beta, float* C, std::int64_t ldc,
                        const float* a_packed);
+    std::int64_t (*packed_a_size)(std::int64_t M, std::int64_t K);  // floats
+    void (*pack_a)(bool ta, std::int64_t M, std::int64_t K, const float* A, std::int64_t lda, float* dst);
+};
 
-// op(A) [M × K] packed once for several GEMMs that share it: packed_a_size floats at dst.
-std::int64_t sgemm_avx2_packed_a_size(std::int64_t M, std::int64_t K);
-std::int64_t sgemm_avx512_packed_a_size(std::int64_t M, std::int64_t K);
-void sgemm_avx2_pack_a(bool ta, std::int64_t M, std::int64_t K, const float* A, std::int64_t lda, float* dst);
-void sgemm_avx512_pack_a(bool ta, std::int64_t M, std::int64_t K, const float* A, std::int64_t lda, float* dst);
+extern const Kernels avx2, avx512;
+extern const Kernels scalar;  // every entry null: without AVX2, OpenBLAS runs (core/blas.cpp)
 
 }  // namespace tg::simd_gemm

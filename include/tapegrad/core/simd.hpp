@@ -1,7 +1,7 @@
 // Which SIMD instruction set the hand-written kernels run on, decided once at run time
 // from xsimd's CPU detection, so that one binary uses AVX-512 or AVX2 as the machine
 // allows. Kernels written with xsimd are compiled once per set (files named *.avx2.cpp and
-// *.avx512.cpp get the matching compiler flags); their callers switch on active().
+// *.avx512.cpp get the matching compiler flags) and reached through one mechanism, Dispatch.
 #pragma once
 #include <string>
 #include <vector>
@@ -25,5 +25,22 @@ Isa active();
 // Runs every dispatched kernel on `isa` from now on (tests use it to reach each set).
 // Fails if the CPU lacks it. Not meant to change while kernels run in other threads.
 void force(Isa isa);
+
+// The one dispatch mechanism for per-instruction-set kernels (as ATen's DispatchStub): a
+// kernel family is a table, a struct of function pointers, defined once per set: in the
+// family's *.avx2.cpp and *.avx512.cpp files, and in plain C++ for Isa::scalar. A Dispatch
+// holds the three tables; a caller takes active() (the table of simd::active(), looked up
+// on every call, so force() takes effect at once) or on(isa). Adding a kernel to a family
+// is one table entry; adding a family is one table type and its three instances.
+template <class Table>
+class Dispatch {
+public:
+    constexpr Dispatch(const Table& scalar, const Table& avx2, const Table& avx512) : tables_{&scalar, &avx2, &avx512} {}
+    const Table& on(Isa isa) const { return *tables_[static_cast<int>(isa)]; }
+    const Table& active() const { return on(simd::active()); }
+
+private:
+    const Table* tables_[3];  // indexed by Isa
+};
 
 }  // namespace tg::simd

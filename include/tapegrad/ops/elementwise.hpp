@@ -33,13 +33,7 @@ Shape broadcast_strides(const Shape& s, const Shape& out);
 template <class F, class T>
 void vector_map(const F& f, const T* x, T* out, std::int64_t n) {
     std::int64_t k = 0;
-    if constexpr (F::template vector<T>) {
-        switch (simd::active()) {
-            case simd::Isa::avx2: k = simd_ew::map_avx2(f, x, out, n); break;
-            case simd::Isa::avx512: k = simd_ew::map_avx512(f, x, out, n); break;
-            default: break;
-        }
-    }
+    if constexpr (F::template vector<T>) k = simd_ew::map_dispatch<F, T>.active().map(f, x, out, n);
     for (; k < n; ++k) out[k] = f(x[k]);
 }
 

@@ -1,12 +1,14 @@
 // The per-architecture entry points of the vectorised element-wise kernels
-// (tapegrad/ops/elementwise_kernel.hpp), one table per instruction set and element type; ops/elementwise.cpp
-// picks one from simd::active(). Each kernel handles the first n - n % W elements (W = the
+// (tapegrad/ops/elementwise_kernel.hpp), one table per instruction set and element type, reached through
+// simd::Dispatch. Each kernel handles the first n - n % W elements (W = the
 // vector width), writes out[k] for them and returns that count; the caller finishes the rest
 // with the same scalar expression, so the per-arch translation units hold nothing but the
 // vector loops. Every lane computes exactly what the scalar code computes (no FMA
 // contraction, the same comparisons and selects), so the results are equal bit for bit.
 #pragma once
 #include <cstdint>
+
+#include "tapegrad/core/simd.hpp"
 
 namespace tg::simd_ew {
 
@@ -26,7 +28,27 @@ std::int64_t map_avx2(const F& f, const T* x, T* out, std::int64_t n);
 template <class F, class T>
 std::int64_t map_avx512(const F& f, const T* x, T* out, std::int64_t n);
 
-extern const Kernels<float> f32_avx2, f32_avx512;
-extern const Kernels<double> f64_avx2, f64_avx512;
+extern const Kernels<float> f32_avx2, f32_avx512, f32_scalar;  // the scalar tables do nothing (count 0)
+extern const Kernels<double> f64_avx2, f64_avx512, f64_scalar;
+
+// The tables of T, for simd::Dispatch (ops/elementwise.cpp).
+template <class T>
+const simd::Dispatch<Kernels<T>>& dispatch();
+
+// The map of functor F on T as a one-entry table per set (the scalar entry maps nothing).
+template <class F, class T>
+struct Map {
+    std::int64_t (*map)(const F& f, const T* x, T* out, std::int64_t n);
+};
+template <class F, class T>
+std::int64_t map_none(const F&, const T*, T*, std::int64_t) { return 0; }
+template <class F, class T>
+inline constexpr Map<F, T> map_scalar{&map_none<F, T>};
+template <class F, class T>
+inline constexpr Map<F, T> map_on_avx2{&map_avx2<F, T>};
+template <class F, class T>
+inline constexpr Map<F, T> map_on_avx512{&map_avx512<F, T>};
+template <class F, class T>
+inline constexpr simd::Dispatch<Map<F, T>> map_dispatch{map_scalar<F, T>, map_on_avx2<F, T>, map_on_avx512<F, T>};
 
 }  // namespace tg::simd_ew

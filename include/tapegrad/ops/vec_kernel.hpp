@@ -8,7 +8,7 @@
 #include <xsimd/xsimd.hpp>
 
 #include "tapegrad/core/transpose_kernel.hpp"
-#include "tapegrad/ops/vec.hpp"
+#include "tapegrad/ops/vec_kernels.hpp"
 
 namespace tg::vec::kernel {
 
@@ -214,45 +214,10 @@ void transpose(const T* src, std::int64_t lds, std::int64_t rows, std::int64_t c
 
 }  // namespace tg::vec::kernel
 
-// The per-architecture entry points, named e.g. tg::vec::axpy_avx512.
-#define TG_VEC_INSTANTIATE(ARCH, SUFFIX)                                                                      \
-    namespace tg::vec {                                                                                       \
-    template <class T> void axpy_##SUFFIX(std::int64_t n, T a, const T* x, T* y) {                             \
-        kernel::axpy<ARCH, T>(n, a, x, y);                                                                    \
-    }                                                                                                         \
-    template <class T> void fma_##SUFFIX(std::int64_t n, const T* a, const T* b, T* y) {                      \
-        kernel::fma<ARCH, T>(n, a, b, y);                                                                     \
-    }                                                                                                         \
-    template <class T> T dot_##SUFFIX(std::int64_t n, const T* x, const T* y) { return kernel::dot<ARCH, T>(n, x, y); } \
-    template <class T> void interleave2_##SUFFIX(std::int64_t n, const T* a, const T* b, T* out, bool add) {  \
-        kernel::interleave2<ARCH, T>(n, a, b, out, add);                                                      \
-    }                                                                                                         \
-    template void interleave2_##SUFFIX<float>(std::int64_t, const float*, const float*, float*, bool);       \
-    template void interleave2_##SUFFIX<double>(std::int64_t, const double*, const double*, double*, bool);   \
-    template <class T> void add_runs_##SUFFIX(const Run* runs, std::int64_t n, const T* src, T* dst) {        \
-        kernel::add_runs<ARCH, T>(runs, n, src, dst);                                                         \
-    }                                                                                                         \
-    template void add_runs_##SUFFIX<float>(const Run*, std::int64_t, const float*, float*);                  \
-    template void add_runs_##SUFFIX<double>(const Run*, std::int64_t, const double*, double*);               \
-    template <class T> void copy_runs_##SUFFIX(const LaneRun* runs, std::int64_t n, const T* src, std::int64_t step, T* dst, \
-                                               std::int64_t count, std::int64_t ss, std::int64_t ds) {        \
-        kernel::copy_runs<ARCH, T>(runs, n, src, step, dst, count, ss, ds);                                   \
-    }                                                                                                         \
-    template void copy_runs_##SUFFIX<float>(const LaneRun*, std::int64_t, const float*, std::int64_t, float*,    \
-                                            std::int64_t, std::int64_t, std::int64_t);                       \
-    template void copy_runs_##SUFFIX<double>(const LaneRun*, std::int64_t, const double*, std::int64_t, double*, \
-                                             std::int64_t, std::int64_t, std::int64_t);                      \
-    template <class T> void transpose_##SUFFIX(const T* src, std::int64_t lds, std::int64_t rows, std::int64_t cols, \
-                                               T* dst, std::int64_t ldd) {                                    \
-        kernel::transpose<ARCH, T>(src, lds, rows, cols, dst, ldd);                                           \
-    }                                                                                                         \
-    template void transpose_##SUFFIX<float>(const float*, std::int64_t, std::int64_t, std::int64_t, float*, std::int64_t); \
-    template void transpose_##SUFFIX<double>(const double*, std::int64_t, std::int64_t, std::int64_t, double*,  \
-                                             std::int64_t);                                                   \
-    template void axpy_##SUFFIX<float>(std::int64_t, float, const float*, float*);                           \
-    template void axpy_##SUFFIX<double>(std::int64_t, double, const double*, double*);                       \
-    template void fma_##SUFFIX<float>(std::int64_t, const float*, const float*, float*);                     \
-    template void fma_##SUFFIX<double>(std::int64_t, const double*, const double*, double*);                 \
-    template float dot_##SUFFIX<float>(std::int64_t, const float*, const float*);                            \
-    template double dot_##SUFFIX<double>(std::int64_t, const double*, const double*);                        \
-    }
+// The tables of tapegrad/ops/vec_kernels.hpp for one architecture, e.g. tg::vec::f32_avx512.
+#define TG_VEC_TABLE(ARCH, T, NAME)                                                                      \
+    const tg::vec::Kernels<T> tg::vec::NAME = {                                                          \
+        &tg::vec::kernel::axpy<ARCH, T>,      &tg::vec::kernel::fma<ARCH, T>,       &tg::vec::kernel::dot<ARCH, T>, \
+        &tg::vec::kernel::interleave2<ARCH, T>, &tg::vec::kernel::add_runs<ARCH, T>, &tg::vec::kernel::copy_runs<ARCH, T>, \
+        &tg::vec::kernel::transpose<ARCH, T>};
+#define TG_VEC_INSTANTIATE(ARCH, SUFFIX) TG_VEC_TABLE(ARCH, float, f32_##SUFFIX) TG_VEC_TABLE(ARCH, double, f64_##SUFFIX)

@@ -1,0 +1,27 @@
+// The table of the vector kernels of tapegrad/ops/vec.hpp, one per instruction set and element
+// type (filled by ops/vec.avx2.cpp, ops/vec.avx512.cpp, and plain loops in ops/vec.cpp for
+// Isa::scalar), reached through simd::Dispatch.
+#pragma once
+#include <cstdint>
+
+#include "tapegrad/core/simd.hpp"
+#include "tapegrad/ops/vec.hpp"
+
+namespace tg::vec {
+
+template <class T>
+struct Kernels {
+    void (*axpy)(std::int64_t n, T a, const T* x, T* y);
+    void (*fma)(std::int64_t n, const T* a, const T* b, T* y);
+    T (*dot)(std::int64_t n, const T* x, const T* y);
+    void (*interleave2)(std::int64_t n, const T* a, const T* b, T* out, bool add);
+    void (*add_runs)(const Run* runs, std::int64_t n, const T* src, T* dst);
+    void (*copy_runs)(const LaneRun* runs, std::int64_t n, const T* src, std::int64_t step, T* dst, std::int64_t count,
+                      std::int64_t src_stride, std::int64_t dst_stride);
+    void (*transpose)(const T* src, std::int64_t lds, std::int64_t rows, std::int64_t cols, T* dst, std::int64_t ldd);
+};
+
+extern const Kernels<float> f32_scalar, f32_avx2, f32_avx512;
+extern const Kernels<double> f64_scalar, f64_avx2, f64_avx512;
+
+}  // namespace tg::vec
