@@ -396,7 +396,7 @@ CheckReport check_precision(const Function& f, const std::vector<Tensor>& inputs
         return r;
     };
     const Run lo = run(low, dtype), hi = run(ref, DType::f64);
-    const double eps = dtype_epsilon(dtype), eps_acc = dtype_epsilon(dtype == DType::f64 ? DType::f64 : DType::f32);
+    const double eps = dtype_epsilon(dtype), eps_acc = dtype_epsilon(compute_dtype(dtype));
     const double factor = opt.roundings * eps +
                           4 * eps_acc * std::sqrt(static_cast<double>(std::max<std::int64_t>(1, reduction_length)));
     const std::string check = std::string(dtype_name(dtype)) + " vs f64";

@@ -8,10 +8,10 @@ namespace tg {
 
 namespace {
 
-// The compute type: f64 stays f64, every other float dtype runs in f32.
+// The compute type of a float input (compute_dtype), or an error naming `op`.
 DType compute_type(const Tensor& t, const char* op) {
     if (!is_float(t.dtype())) fail("dtype", op, ": needs a float input, got ", dtype_name(t.dtype()));
-    return t.dtype() == DType::f64 ? DType::f64 : DType::f32;
+    return compute_dtype(t.dtype());
 }
 
 // [N, C, S]: the three extents of an input [N, C, X...].

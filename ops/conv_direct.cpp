@@ -5,6 +5,7 @@
 #include "tapegrad/core/blas.hpp"
 #include "tapegrad/core/workspace.hpp"
 #include "tapegrad/ops/conv_axes.hpp"
+#include "tapegrad/ops/vec_kernels.hpp"
 #include "tapegrad/ops/vec.hpp"
 
 #include <omp.h>
@@ -37,6 +38,7 @@ void depthwise_forward(const ConvGeometry& g, const T* x, const T* w, T* y) {
     const Axes ax(g);
     const std::int64_t P = g.out_numel(), G = g.G, N = g.N, Kn = ax.Kn;
     const int nt = threads_for(g);
+    const vec::Kernels<T>& vk = vec::active_kernels<T>();
     if (g.layout == Layout::NCX) {
         const PhasePlane pp(ax);
         Buffer<T> pms(pp.identity ? 0 : nt * ax.Xn);
@@ -49,7 +51,7 @@ void depthwise_forward(const ConvGeometry& g, const T* x, const T* w, T* y) {
             T* yp = y + plane * P;
             const T* wc = w + (plane % G) * Kn;
             pp.for_tap_runs([&](std::int64_t kf, std::int64_t at, std::int64_t ip, std::int64_t len) {
-                vec::axpy(len, wc[kf], xs + ip, yp + at);
+                vk.axpy(len, wc[kf], xs + ip, yp + at);
             });
         }
         return;
@@ -60,7 +62,7 @@ void depthwise_forward(const ConvGeometry& g, const T* x, const T* w, T* y) {
         const std::int64_t n = row / P;
         T* yr = y + row * G;
         ax.for_taps(row % P, [&](std::int64_t kf, std::int64_t off) {
-            if (off >= 0) vec::fma(G, wt.data() + kf * G, x + n * ax.Xn * G + off, yr);
+            if (off >= 0) vk.fma(G, wt.data() + kf * G, x + n * ax.Xn * G + off, yr);
         });
     }
 }
@@ -70,6 +72,7 @@ void depthwise_transposed(const ConvGeometry& g, const T* u, const T* w, T* r) {
     const Axes ax(g);
     const std::int64_t P = g.out_numel(), G = g.G, N = g.N, Kn = ax.Kn;
     const int nt = threads_for(g);
+    const vec::Kernels<T>& vk = vec::active_kernels<T>();
     if (g.layout == Layout::NCX) {
         // A plane's taps all land in its own plane: planes never collide. Each plane is
         // summed phase-major in a buffer, then written out whole (r need not be zeroed).
@@ -83,7 +86,7 @@ void depthwise_transposed(const ConvGeometry& g, const T* u, const T* w, T* r) {
             const T* up = u + plane * P;
             const T* wc = w + (plane % G) * Kn;
             pp.for_tap_runs([&](std::int64_t kf, std::int64_t at, std::int64_t ip, std::int64_t len) {
-                vec::axpy(len, wc[kf], up + at, pm + ip);
+                vk.axpy(len, wc[kf], up + at, pm + ip);
             });
             if (!pp.identity) pp.from_phase_major(pm, rp);
         }
@@ -99,7 +102,7 @@ void depthwise_transposed(const ConvGeometry& g, const T* u, const T* w, T* r) {
         for (std::int64_t j = 0; j < P; ++j) {
             const T* ur = u + (n * P + j) * G;
             ax.for_taps(j, [&](std::int64_t kf, std::int64_t off) {
-                if (off >= 0) vec::fma(c1 - c0, wt.data() + kf * G + c0, ur + c0, r + n * ax.Xn * G + off + c0);
+                if (off >= 0) vk.fma(c1 - c0, wt.data() + kf * G + c0, ur + c0, r + n * ax.Xn * G + off + c0);
             });
         }
     }
@@ -110,6 +113,7 @@ void depthwise_weight_grad(const ConvGeometry& g, const T* x, const T* u, T* dw)
     const Axes ax(g);
     const std::int64_t P = g.out_numel(), G = g.G, N = g.N, Kn = ax.Kn;
     const int nt = threads_for(g);
+    const vec::Kernels<T>& vk = vec::active_kernels<T>();
     if (g.layout == Layout::NCX) {
         // One group per task, summing over images and runs in a fixed order.
         const PhasePlane pp(ax);
@@ -124,7 +128,7 @@ void depthwise_weight_grad(const ConvGeometry& g, const T* x, const T* u, T* dw)
                 const T* up = u + (n * G + c) * P;
                 T* dwc = dw + c * Kn;
                 pp.for_tap_runs([&](std::int64_t kf, std::int64_t at, std::int64_t ip, std::int64_t len) {
-                    dwc[kf] += vec::dot(len, up + at, xs + ip);
+                    dwc[kf] += vk.dot(len, up + at, xs + ip);
                 });
             }
         }
@@ -139,7 +143,7 @@ void depthwise_weight_grad(const ConvGeometry& g, const T* x, const T* u, T* dw)
             for (std::int64_t j = 0; j < P; ++j) {
                 const T* ur = u + (n * P + j) * G;
                 ax.for_taps(j, [&](std::int64_t kf, std::int64_t off) {
-                    if (off >= 0) vec::fma(c1 - c0, ur + c0, x + n * ax.Xn * G + off + c0, dwt.data() + kf * G + c0);
+                    if (off >= 0) vk.fma(c1 - c0, ur + c0, x + n * ax.Xn * G + off + c0, dwt.data() + kf * G + c0);
                 });
             }
     }

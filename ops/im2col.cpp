@@ -1,5 +1,7 @@
 #include "tapegrad/ops/im2col.hpp"
 
+#include "tapegrad/ops/vec_kernels.hpp"
+
 #include "tapegrad/core/workspace.hpp"
 #include "tapegrad/ops/conv_axes.hpp"
 #include "tapegrad/ops/vec.hpp"
@@ -63,6 +65,7 @@ template <class T>
 void im2col_ncx(const ConvGeometry& g, const T* x, const ColTile& tile, std::int64_t group, std::int64_t r0,
                 std::int64_t r1, std::int64_t c0, std::int64_t c1, T* dst, const PanelLayout& rows,
                 const PanelLayout& cols, Im2colLists& lists) {
+    const vec::Kernels<T>& vk = vec::active_kernels<T>();
     const Axes ax(g);
     const std::int64_t sl = ax.s[ax.D - 1];
     // Rows of the GEMM's B panels (the forward: col's rows contiguous), or columns of them
@@ -90,7 +93,7 @@ void im2col_ncx(const ConvGeometry& g, const T* x, const ColTile& tile, std::int
     if (!transposing) {  // each tap's runs, replayed for its channels
         for (std::int64_t l = 0; l < nl; ++l) {
             const std::vector<vec::LaneRun>& segs = runs_of(l);
-            vec::copy_runs(segs.data(), static_cast<std::int64_t>(segs.size()), plane(r0 + l), sl, dst + rows.offset(l),
+            vk.copy_runs(segs.data(), static_cast<std::int64_t>(segs.size()), plane(r0 + l), sl, dst + rows.offset(l),
                            (r1 - r0 - l + ax.Kn - 1) / ax.Kn, ax.Xn, ax.Kn * rows.ld);
         }
         return;
@@ -102,10 +105,10 @@ void im2col_ncx(const ConvGeometry& g, const T* x, const ColTile& tile, std::int
         const std::int64_t p1 = std::min(r1, p0 + width);
         for (std::int64_t r = p0; r < std::min(p1, p0 + ax.Kn); ++r) {
             const std::vector<vec::LaneRun>& segs = runs_of(r - r0);
-            vec::copy_runs(segs.data(), static_cast<std::int64_t>(segs.size()), plane(r), sl, plain.data() + (r - p0) * n,
+            vk.copy_runs(segs.data(), static_cast<std::int64_t>(segs.size()), plane(r), sl, plain.data() + (r - p0) * n,
                            (p1 - r + ax.Kn - 1) / ax.Kn, ax.Xn, ax.Kn * n);
         }
-        vec::transpose(plain.data(), n, p1 - p0, n, dst + rows.offset(p0 - r0), cols.ld);
+        vk.transpose(plain.data(), n, p1 - p0, n, dst + rows.offset(p0 - r0), cols.ld);
     }
 }
 
@@ -131,6 +134,7 @@ void im2col_nxc(const ConvGeometry& g, const T* x, const ColTile& tile, std::int
 template <class T>
 void col2im(const ConvGeometry& g, const T* col, const ColTile& tile, std::int64_t group, std::int64_t ni0,
             std::int64_t ni1, std::int64_t i0, std::int64_t i1, T* x) {
+    const vec::Kernels<T>& vk = vec::active_kernels<T>();
     const Axes ax(g);
     const std::int64_t Ig = g.Ig, R = g.R(), cols = tile.cols(), W = tile.width();
     std::int64_t k[kMaxD];
@@ -177,11 +181,11 @@ void col2im(const ConvGeometry& g, const T* col, const ColTile& tile, std::int64
                 T* xc = x + ((tile.n0 + ni) * ax.Ctot + group * Ig + i) * ax.Xn;
                 const T* src = col + (i - i0) * ax.Kn * cols + ni * W;
                 if (pp.identity) {
-                    vec::add_runs(runs.data(), static_cast<std::int64_t>(runs.size()), src, xc);
+                    vk.add_runs(runs.data(), static_cast<std::int64_t>(runs.size()), src, xc);
                     continue;
                 }
                 pp.zero(pm.data(), band);
-                vec::add_runs(runs.data(), static_cast<std::int64_t>(runs.size()), src, pm.data());
+                vk.add_runs(runs.data(), static_cast<std::int64_t>(runs.size()), src, pm.data());
                 pp.from_phase_major(pm.data(), xc, true, band);
             }
         return;
@@ -191,7 +195,7 @@ void col2im(const ConvGeometry& g, const T* col, const ColTile& tile, std::int64
         for (std::int64_t j = tile.p0; j < tile.p1; ++j) {
             const T* const row = col + (ni * W + (j - tile.p0)) * R;
             ax.for_taps(j, [&](std::int64_t kf, std::int64_t off) {
-                if (off >= 0) vec::axpy(i1 - i0, T(1), row + kf * Ig + i0, xn + off + i0);
+                if (off >= 0) vk.axpy(i1 - i0, T(1), row + kf * Ig + i0, xn + off + i0);
             });
         }
     }

@@ -67,37 +67,34 @@ constexpr Kernels<T> scalar_table() {
 const Kernels<float> f32_scalar = scalar_table<float>();
 const Kernels<double> f64_scalar = scalar_table<double>();
 
-namespace {
-
-// The active set's table for T.
 template <class T>
-const Kernels<T>& active() {
+const Kernels<T>& active_kernels() {
     static const simd::Dispatch<Kernels<float>> f32{f32_scalar, f32_avx2, f32_avx512};
     static const simd::Dispatch<Kernels<double>> f64{f64_scalar, f64_avx2, f64_avx512};
     if constexpr (sizeof(T) == 4) return f32.active();
     else return f64.active();
 }
+template const Kernels<float>& active_kernels<float>();
+template const Kernels<double>& active_kernels<double>();
 
-}  // namespace
-
 template <class T>
-void axpy(std::int64_t n, T a, const T* x, T* y) { active<T>().axpy(n, a, x, y); }
+void axpy(std::int64_t n, T a, const T* x, T* y) { active_kernels<T>().axpy(n, a, x, y); }
 template <class T>
-void fma(std::int64_t n, const T* a, const T* b, T* y) { active<T>().fma(n, a, b, y); }
+void fma(std::int64_t n, const T* a, const T* b, T* y) { active_kernels<T>().fma(n, a, b, y); }
 template <class T>
-T dot(std::int64_t n, const T* x, const T* y) { return active<T>().dot(n, x, y); }
+T dot(std::int64_t n, const T* x, const T* y) { return active_kernels<T>().dot(n, x, y); }
 template <class T>
-void interleave2(std::int64_t n, const T* a, const T* b, T* out, bool add) { active<T>().interleave2(n, a, b, out, add); }
+void interleave2(std::int64_t n, const T* a, const T* b, T* out, bool add) { active_kernels<T>().interleave2(n, a, b, out, add); }
 template <class T>
-void add_runs(const Run* runs, std::int64_t n, const T* src, T* dst) { active<T>().add_runs(runs, n, src, dst); }
+void add_runs(const Run* runs, std::int64_t n, const T* src, T* dst) { active_kernels<T>().add_runs(runs, n, src, dst); }
 template <class T>
 void copy_runs(const LaneRun* runs, std::int64_t n, const T* src, std::int64_t step, T* dst, std::int64_t count,
                std::int64_t src_stride, std::int64_t dst_stride) {
-    active<T>().copy_runs(runs, n, src, step, dst, count, src_stride, dst_stride);
+    active_kernels<T>().copy_runs(runs, n, src, step, dst, count, src_stride, dst_stride);
 }
 template <class T>
 void transpose(const T* src, std::int64_t lds, std::int64_t rows, std::int64_t cols, T* dst, std::int64_t ldd) {
-    active<T>().transpose(src, lds, rows, cols, dst, ldd);
+    active_kernels<T>().transpose(src, lds, rows, cols, dst, ldd);
 }
 
 #define TG_VEC_PUBLIC(T)                                                                                        \

@@ -127,9 +127,13 @@ struct PhasePlane {
 
     template <class T>
     void to_phase_major(const T* plane, T* pm) const {
-        for (std::int64_t r = 0; r < rows_i; ++r, plane += XL, pm += XL)
-            for (std::int64_t p = 0; p < s && p < XL; ++p)
-                for (std::int64_t q = 0, x = p; x < XL; ++q, x += s) pm[phase_off[p] + q] = plane[x];
+        // Phase p of every row, pm[r·XL + phase_off[p] + q] = plane[r·XL + p + q·s]: one
+        // strided copy per phase (a vector shuffle for s = 2).
+        for (std::int64_t p = 0; p < s && p < XL; ++p) {
+            const std::int64_t n = (XL - p + s - 1) / s;
+            const vec::LaneRun run{p, phase_off[static_cast<std::size_t>(p)], n, 0, n};
+            vec::copy_runs(&run, 1, plane, s, pm, rows_i, XL, XL);
+        }
     }
     // A part of the plane: rows [r0, r1), and in each of them last-axis positions [x0, x1),
     // where x0 is a multiple of s and x1 one too or XL (see band()).

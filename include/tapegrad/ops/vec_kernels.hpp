@@ -24,4 +24,9 @@ struct Kernels {
 extern const Kernels<float> f32_scalar, f32_avx2, f32_avx512;
 extern const Kernels<double> f64_scalar, f64_avx2, f64_avx512;
 
+// The active set's table for T (float or double). Loops that make many short calls take it
+// once and call its entries, instead of looking the set up on every call.
+template <class T>
+const Kernels<T>& active_kernels();
+
 }  // namespace tg::vec
