@@ -11,6 +11,7 @@
 
 #include "tapegrad/autograd/conv.hpp"
 #include "tapegrad/core/blas.hpp"
+#include "tapegrad/ops/pool.hpp"
 
 namespace tg::ag {
 
@@ -94,67 +95,6 @@ void max_pool_kernel(const T* x, T* y, std::int64_t* idx, std::int64_t planes, s
     }
 }
 
-// One kernel position's update of a row of running maxima: outputs [lo, hi) read the input
-// positions p0 + ox·stride (i32 positions; the caller checks that they fit). S is the stride
-// when known at compile time (1 or 2: then the loads are contiguous or de-interleaved
-// vectors), 0 for any other stride, given as `stride`.
-template <std::int32_t S, class T>
-void update_row_max(const T* xp, std::int32_t p0, std::int32_t stride, std::int64_t lo, std::int64_t hi, T* best,
-                    std::int32_t* at) {
-    const std::int32_t st = S != 0 ? S : stride;
-    const T* xr = xp + p0;  // x at output ox: xr[ox·st], a plain strided load
-#pragma omp simd
-    for (std::int64_t ox = lo; ox < hi; ++ox) {
-        const std::int32_t p = p0 + static_cast<std::int32_t>(ox) * st;
-        const T v = xr[ox * st], b = best[ox];
-        // nothing taken yet, or larger, or a NaN over a number
-        const bool take = (at[ox] < 0) | (v > b) | ((v != v) & (b == b));
-        best[ox] = take ? v : b;
-        at[ox] = take ? p : at[ox];
-    }
-}
-
-// D = 2 (the common case) without the map: for each output row, each kernel position
-// (ky, kx) in window order updates the whole row of running maxima at once
-// (update_row_max, a loop the compiler vectorises; planes of fewer than 2^31 values, which
-// the caller checks). Each output sees its window in the map's order.
-template <class T>
-void max_pool_kernel_2d(const T* x, T* y, std::int64_t* idx, const ConvGeometry& g) {
-    const std::int64_t H = g.in_size[0], W = g.in_size[1], OH = g.out_size[0], OW = g.out_size[1];
-    const std::int64_t KH = g.kernel[0], KW = g.kernel[1], SH = g.stride[0], SW = g.stride[1];
-    const std::int64_t DH = g.dilation[0], DW = g.dilation[1], PH = g.pad_begin[0], PW = g.pad_begin[1];
-    const std::int64_t planes = g.N * g.G;
-#pragma omp parallel num_threads(pool_team(planes * OH * OW * KH * KW))
-    {
-        std::vector<std::int32_t> at(static_cast<std::size_t>(OW));
-#pragma omp for schedule(static)
-        for (std::int64_t pl = 0; pl < planes; ++pl) {
-            const T* xp = x + pl * H * W;
-            for (std::int64_t oy = 0; oy < OH; ++oy) {
-                T* best = y + (pl * OH + oy) * OW;
-                std::fill(best, best + OW, -std::numeric_limits<T>::infinity());
-                std::fill(at.begin(), at.end(), -1);
-                for (std::int64_t ky = 0; ky < KH; ++ky) {
-                    const std::int64_t iy = oy * SH + ky * DH - PH;
-                    if (iy < 0 || iy >= H) continue;
-                    for (std::int64_t kx = 0; kx < KW; ++kx) {
-                        const std::int64_t off = kx * DW - PW;  // ix = ox·SW + off; the outputs [lo, hi) read inside
-                        std::int64_t lo = 0, hi = OW;
-                        while (lo < hi && lo * SW + off < 0) ++lo;
-                        while (hi > lo && (hi - 1) * SW + off >= W) --hi;
-                        const std::int32_t p0 = static_cast<std::int32_t>(iy * W + off), s = static_cast<std::int32_t>(SW);
-                        if (SW == 2) update_row_max<2>(xp, p0, s, lo, hi, best, at.data());
-                        else if (SW == 1) update_row_max<1>(xp, p0, s, lo, hi, best, at.data());
-                        else update_row_max<0>(xp, p0, s, lo, hi, best, at.data());
-                    }
-                }
-                std::int64_t* ip = idx + (pl * OH + oy) * OW;
-                for (std::int64_t ox = 0; ox < OW; ++ox) ip[ox] = at[static_cast<std::size_t>(ox)];
-            }
-        }
-    }
-}
-
 std::pair<Tensor, Tensor> max_pool_forward(const Tensor& x, const ConvGeometry& g) {
     check_pool_geometry(x.shape(), g, "max_pool");
     if (!is_float(x.dtype())) fail("dtype", "max_pool: needs a float input, got ", dtype_name(x.dtype()));
@@ -167,8 +107,8 @@ std::pair<Tensor, Tensor> max_pool_forward(const Tensor& x, const ConvGeometry& 
     const std::int64_t planes = g.N * g.G, Xn = g.in_numel(), P = g.out_numel(), KN = g.kernel_numel();
     Tensor y = Tensor::empty(g.out_shape(), ct), idx = Tensor::empty(g.out_shape(), DType::i64);
     if (g.D() == 2 && Xn < (std::int64_t{1} << 31)) {
-        if (ct == DType::f64) max_pool_kernel_2d(xc.data<double>(), y.data<double>(), idx.data<std::int64_t>(), g);
-        else max_pool_kernel_2d(xc.data<float>(), y.data<float>(), idx.data<std::int64_t>(), g);
+        if (ct == DType::f64) max_pool_2d(g, xc.data<double>(), y.data<double>(), idx.data<std::int64_t>());
+        else max_pool_2d(g, xc.data<float>(), y.data<float>(), idx.data<std::int64_t>());
     } else {
         const std::vector<std::int64_t> map = window_map(g);
         if (ct == DType::f64)

@@ -2,6 +2,8 @@
 // gradients by hand.
 #include <catch2/catch.hpp>
 
+#include "isas.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -220,32 +222,45 @@ TEST_CASE("batch norm in evaluation mode: values, gradients and gradcheck of cha
 
 TEST_CASE("2-D max pooling (its own kernel) matches the N-d window-map kernel on a unit depth axis", "[nn][layers][pool]") {
     struct Case {
-        Shape kernel, stride, padding, dilation;
+        Shape input, kernel, stride, padding, dilation;
     };
-    // Small integers: ties everywhere, so the first-in-window-order rule is exercised; and a NaN.
-    Generator gen(5);
-    std::vector<double> v(2 * 3 * 9 * 11);
-    for (double& e : v) e = std::floor(gen.uniform() * 4) - 2;
-    v[40] = std::numeric_limits<double>::quiet_NaN();
-    for (const Case& c : {Case{{2, 2}, {2, 2}, {0, 0}, {1, 1}}, Case{{3, 3}, {2, 2}, {1, 1}, {1, 1}},
-                          Case{{3, 2}, {1, 2}, {1, 0}, {2, 1}}, Case{{2, 3}, {3, 1}, {1, 1}, {1, 2}},
-                          Case{{1, 1}, {1, 1}, {0, 0}, {1, 1}}})
-        for (DType dt : {DType::f64, DType::f32}) {
-            INFO("kernel " << shape_str(c.kernel) << " stride " << shape_str(c.stride) << " pad " << shape_str(c.padding)
-                           << " dilation " << shape_str(c.dilation) << " " << dtype_name(dt));
-            const Tensor x2 = Tensor::from({2, 3, 9, 11}, v, dt), x3 = x2.reshape({2, 3, 1, 9, 11});
-            auto with_depth = [](Shape s, std::int64_t d) {
-                s.insert(s.begin(), d);
-                return s;
-            };
-            const ConvGeometry g2 = ag::pool_geometry(x2.shape(), c.kernel, c.stride, c.padding, c.dilation);
-            const ConvGeometry g3 = ag::pool_geometry(x3.shape(), with_depth(c.kernel, 1), with_depth(c.stride, 1),
-                                                      with_depth(c.padding, 0), with_depth(c.dilation, 1));
-            CHECK(ag::max_pool_indices(x2, g2).values() == ag::max_pool_indices(x3, g3).values());
-            const auto a = ag::max_pool(ag::constant(x2), g2).value().values(), b = ag::max_pool(ag::constant(x3), g3).value().values();
-            REQUIRE(a.size() == b.size());
-            for (std::size_t i = 0; i < a.size(); ++i) CHECK((a[i] == b[i] || (std::isnan(a[i]) && std::isnan(b[i]))));
-        }
+    // Small integers: ties everywhere, so the first-in-window-order rule is exercised; NaNs
+    // and infinities. Rows wider than a vector (several vectors per output row), odd widths,
+    // strides past 2, and planes tall enough for several staged bands.
+    testing::IsaGuard guard;
+    for (simd::Isa isa : testing::tested_isas()) {
+        simd::force(isa);
+        for (const Case& c : {Case{{2, 3, 9, 11}, {2, 2}, {2, 2}, {0, 0}, {1, 1}}, Case{{2, 3, 9, 11}, {3, 3}, {2, 2}, {1, 1}, {1, 1}},
+                              Case{{2, 3, 9, 11}, {3, 2}, {1, 2}, {1, 0}, {2, 1}}, Case{{2, 3, 9, 11}, {2, 3}, {3, 1}, {1, 1}, {1, 2}},
+                              Case{{2, 3, 9, 11}, {1, 1}, {1, 1}, {0, 0}, {1, 1}}, Case{{1, 2, 7, 75}, {2, 2}, {2, 2}, {0, 0}, {1, 1}},
+                              Case{{1, 2, 6, 70}, {3, 5}, {1, 3}, {1, 2}, {1, 1}}, Case{{1, 1, 300, 130}, {3, 3}, {2, 2}, {1, 1}, {1, 1}}})
+            for (DType dt : {DType::f64, DType::f32}) {
+                INFO(simd::isa_name(isa) << " input " << shape_str(c.input) << " kernel " << shape_str(c.kernel) << " stride "
+                                         << shape_str(c.stride) << " pad " << shape_str(c.padding) << " dilation "
+                                         << shape_str(c.dilation) << " " << dtype_name(dt));
+                Generator gen(5);
+                std::vector<double> v(static_cast<std::size_t>(shape_numel(c.input)));
+                for (double& e : v) e = std::floor(gen.uniform() * 4) - 2;
+                for (std::size_t i = 40; i < v.size(); i += 97) v[i] = std::numeric_limits<double>::quiet_NaN();
+                for (std::size_t i = 13; i < v.size(); i += 89) v[i] = -std::numeric_limits<double>::infinity();
+                const Tensor x2 = Tensor::from(c.input, v, dt);
+                Shape s3 = c.input;
+                s3.insert(s3.begin() + 2, 1);
+                const Tensor x3 = x2.reshape(s3);
+                auto with_depth = [](Shape s, std::int64_t d) {
+                    s.insert(s.begin(), d);
+                    return s;
+                };
+                const ConvGeometry g2 = ag::pool_geometry(x2.shape(), c.kernel, c.stride, c.padding, c.dilation);
+                const ConvGeometry g3 = ag::pool_geometry(x3.shape(), with_depth(c.kernel, 1), with_depth(c.stride, 1),
+                                                          with_depth(c.padding, 0), with_depth(c.dilation, 1));
+                CHECK(ag::max_pool_indices(x2, g2).values() == ag::max_pool_indices(x3, g3).values());
+                const auto a = ag::max_pool(ag::constant(x2), g2).value().values(),
+                           b = ag::max_pool(ag::constant(x3), g3).value().values();
+                REQUIRE(a.size() == b.size());
+                for (std::size_t i = 0; i < a.size(); ++i) CHECK((a[i] == b[i] || (std::isnan(a[i]) && std::isnan(b[i]))));
+            }
+    }
 }
 
 TEST_CASE("BatchNorm uses batch statistics in training and running statistics in eval", "[nn][layers][batchnorm]") {
