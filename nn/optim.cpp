@@ -1,8 +1,11 @@
 #include "tapegrad/nn/optim.hpp"
 
+#include "tapegrad/ops/elementwise_kernels.hpp"
+
 #include <cmath>
 #include <cstdint>
 #include <set>
+#include <type_traits>
 
 namespace tg::nn {
 
@@ -235,7 +238,10 @@ void Adam::step() {
             const C wd = decoupled_ ? C(0) : static_cast<C>(wd_);                  // L2 term of Adam
             const C shrink = decoupled_ ? one - lr * static_cast<C>(wd_) : one;   // AdamW's decay
             const std::int64_t n = value.numel();
-            for (std::int64_t k = 0; k < n; ++k) {
+            std::int64_t k = 0;
+            if constexpr (std::is_same_v<S, C>)  // f32, f64: whole vectors first, the same roundings
+                k = simd_ew::dispatch<C>().active().adam(w, g, m, v, n, {lr, b1, b2, eps, k1, k2, wd, shrink});
+            for (; k < n; ++k) {
                 const C p = shrink * IO::load(w[k]);
                 const C d = IO::load(g[k]) + wd * IO::load(w[k]);
                 m[k] = b1 * m[k] + (one - b1) * d;

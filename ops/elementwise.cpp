@@ -18,9 +18,12 @@ template <class T>
 std::int64_t binary_scalar_none(Bin, const T*, T, T*, std::int64_t) { return 0; }
 template <class T>
 std::int64_t affine_none(const T*, T, T, T*, std::int64_t) { return 0; }
+template <class T>
+std::int64_t adam_none(T*, const T*, T*, T*, std::int64_t, const AdamStep<T>&) { return 0; }
 }  // namespace
-const Kernels<float> f32_scalar = {&binary_none<float>, &binary_scalar_none<float>, &affine_none<float>};
-const Kernels<double> f64_scalar = {&binary_none<double>, &binary_scalar_none<double>, &affine_none<double>};
+const Kernels<float> f32_scalar = {&binary_none<float>, &binary_scalar_none<float>, &affine_none<float>, &adam_none<float>};
+const Kernels<double> f64_scalar = {&binary_none<double>, &binary_scalar_none<double>, &affine_none<double>,
+                                    &adam_none<double>};
 template <>
 const simd::Dispatch<Kernels<float>>& dispatch<float>() {
     static constexpr simd::Dispatch<Kernels<float>> d{f32_scalar, f32_avx2, f32_avx512};

@@ -90,7 +90,27 @@ std::int64_t affine(const T* x, T scale, T shift, T* out, std::int64_t n) {
 }
 
 template <class Arch, class T>
-constexpr Kernels<T> kernels{binary<Arch, T>, binary_scalar<Arch, T>, affine<Arch, T>};
+std::int64_t adam(T* w, const T* g, T* m, T* v, std::int64_t n, const AdamStep<T>& c) {
+    using V = xsimd::batch<T, Arch>;
+    constexpr std::int64_t W = V::size;
+    const V lr(c.lr), b1(c.b1), b2(c.b2), eps(c.eps), k1(c.k1), k2(c.k2), wd(c.wd), shrink(c.shrink);
+    const V c1(T(1) - c.b1), c2(T(1) - c.b2);
+    std::int64_t i = 0;
+    for (; i + W <= n; i += W) {
+        const V wi = V::load_unaligned(w + i);
+        const V p = opaque(shrink * wi);
+        const V d = V::load_unaligned(g + i) + opaque(wd * wi);
+        const V mi = opaque(b1 * V::load_unaligned(m + i)) + opaque(c1 * d);
+        const V vi = opaque(b2 * V::load_unaligned(v + i)) + opaque(opaque(c2 * d) * d);
+        mi.store_unaligned(m + i);
+        vi.store_unaligned(v + i);
+        (p - lr * (mi / k1) / (xsimd::sqrt(vi / k2) + eps)).store_unaligned(w + i);
+    }
+    return i;
+}
+
+template <class Arch, class T>
+constexpr Kernels<T> kernels{binary<Arch, T>, binary_scalar<Arch, T>, affine<Arch, T>, adam<Arch, T>};
 
 }  // namespace tg::simd_ew
 

@@ -14,11 +14,21 @@ namespace tg::simd_ew {
 
 enum class Bin { add, sub, mul, div };
 
+// One Adam (or AdamW) step's constants, in the parameter's type: the rate, the moment decays,
+// eps, the bias corrections k1 = 1 − b1^t and k2 = 1 − b2^t, the L2 term and AdamW's shrink.
+template <class T>
+struct AdamStep {
+    T lr, b1, b2, eps, k1, k2, wd, shrink;
+};
+
 template <class T>
 struct Kernels {
     std::int64_t (*binary)(Bin op, const T* a, const T* b, T* out, std::int64_t n);     // a[k] op b[k]
     std::int64_t (*binary_scalar)(Bin op, const T* a, T b, T* out, std::int64_t n);     // a[k] op b
     std::int64_t (*affine)(const T* x, T scale, T shift, T* out, std::int64_t n);       // x[k]·scale + shift, two roundings
+    // In place, each rounding as nn::Adam's scalar loop does it: d = g + wd·w;
+    // m = b1·m + (1 − b1)·d; v = b2·v + (1 − b2)·d·d; w = shrink·w − lr·(m/k1) / (√(v/k2) + eps).
+    std::int64_t (*adam)(T* w, const T* g, T* m, T* v, std::int64_t n, const AdamStep<T>& c);
 };
 
 // out[k] = f(x[k]) for whole vectors with functor F's batch form (tapegrad/ops/functors.hpp), for the
