@@ -37,8 +37,7 @@ constexpr bool kCaching = true;
 // malloc's own free lists already avoid fresh pages.
 constexpr std::size_t kCacheMin = std::size_t{64} << 10;
 constexpr std::size_t kHuge = std::size_t{2} << 20;  // transparent huge pages from here up
-constexpr std::size_t kMaxBlocks = 8;
-constexpr std::size_t kMaxCached = std::size_t{512} << 20;  // bytes
+constexpr std::size_t kMaxCached = std::size_t{512} << 20;  // bytes, per cache
 
 std::size_t block_size(std::size_t bytes) {
     if (bytes < kCacheMin) return (bytes + 63) & ~std::size_t{63};
@@ -70,9 +69,10 @@ struct Block {
 // The cached blocks, shared by all threads (a few allocations per kernel call, so one
 // lock costs nothing), freed at exit or by release_workspace_cache().
 struct Cache {
-    Cache(bool counted_, std::size_t min_) : counted(counted_), min(min_) {}
-    bool counted;     // the workspace cache counts its blocks; the tensor-storage cache does not
-    std::size_t min;  // blocks from this size up are cached
+    Cache(bool counted_, std::size_t min_, std::size_t max_blocks_) : counted(counted_), min(min_), max_blocks(max_blocks_) {}
+    bool counted;            // the workspace cache counts its blocks; the tensor-storage cache does not
+    std::size_t min;         // blocks from this size up are cached
+    std::size_t max_blocks;  // at most this many
     std::mutex m;
     std::vector<Block> blocks;
     std::size_t bytes = 0;
@@ -96,7 +96,7 @@ struct Cache {
     void give(void* p, std::size_t cap) {
         blocks.push_back({p, cap});
         bytes += cap;
-        while (blocks.size() > kMaxBlocks || bytes > kMaxCached) {  // drop the smallest
+        while (blocks.size() > max_blocks || bytes > kMaxCached) {  // drop the smallest
             auto smallest = std::min_element(blocks.begin(), blocks.end(),
                                              [](const Block& a, const Block& b) { return a.cap < b.cap; });
             bytes -= smallest->cap;
@@ -107,16 +107,18 @@ struct Cache {
 };
 
 Cache& cache() {
-    static Cache c(true, kCacheMin);
+    static Cache c(true, kCacheMin, 8);
     return c;
 }
 
 // Freed tensor storage of 1 MiB and more, kept for the next tensor of about that size: an op
 // called in a loop then reuses its last result's pages instead of faulting in fresh ones
 // (measured: a 128 MiB result cost more in page faults than the depthwise kernel itself).
+// Up to 64 blocks: a training step frees its activations and gradients together at the end,
+// and they are all asked for again in the next step.
 constexpr std::size_t kStorageCacheMin = std::size_t{1} << 20;
 Cache& storage_cache() {
-    static Cache c(false, kStorageCacheMin);
+    static Cache c(false, kStorageCacheMin, 64);
     return c;
 }
 

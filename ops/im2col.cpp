@@ -42,18 +42,27 @@ void list_segments(const Axes& ax, const ColTile& tile, std::int64_t kf, std::in
     std::int64_t k[kMaxD];
     ax.unravel(kf, ax.K, k);
     const std::int64_t sl = ax.s[ax.D - 1], image = ax.Ctot * ax.Xn;
-    for_images(tile, c0, c1, [&](std::int64_t ni, std::int64_t q0, std::int64_t q1, std::int64_t at0) {
-        ax.for_runs(q0, q1, k, [&](std::int64_t at, std::int64_t len, bool ok, std::int64_t off, std::int64_t a0,
+    const Axes::Window win = ax.last_axis_window(k[ax.D - 1] * ax.d[ax.D - 1] - ax.pb[ax.D - 1]);
+    // The runs cover columns c0, c0 + 1, ... in order, so the panel of the next column and
+    // the place in it are counted along instead of divided out.
+    std::int64_t panel = 0, in_panel = 0;
+    for_images(tile, c0, c1, [&](std::int64_t ni, std::int64_t q0, std::int64_t q1, std::int64_t) {
+        ax.for_runs(q0, q1, k, [&](std::int64_t, std::int64_t len, bool ok, std::int64_t off, std::int64_t a0,
                                    std::int64_t kbase) {
             std::int64_t lo = 0, hi = 0;  // [lo, hi) from the input, zeros around it
-            if (ok) ax.valid_range(a0, len, kbase, lo, hi);
-            const std::int64_t c = at0 + at - c0;  // the run's first column, from c0
+            if (ok) win.clip(a0, len, lo, hi);
             for (std::int64_t t = 0; t < len;) {
-                const std::int64_t rel = c + t, piece = std::min(len - t, cl.panel ? cl.panel - rel % cl.panel : len - t);
+                const std::int64_t piece = cl.panel ? std::min(len - t, cl.panel - in_panel) : len - t;
                 const std::int64_t plo = std::clamp(lo - t, std::int64_t{0}, piece), phi = std::clamp(hi - t, plo, piece);
                 const std::int64_t src = phi > plo ? ni * image + off + (a0 + t + plo) * sl + kbase : 0;
-                out.push_back({src, cl.offset(rel), piece, plo, phi});
+                const std::int64_t dst = cl.panel ? panel * cl.panel_stride + in_panel * cl.ld : in_panel * cl.ld;
+                out.push_back({src, dst, piece, plo, phi});
                 t += piece;
+                in_panel += piece;
+                if (cl.panel && in_panel == cl.panel) {
+                    ++panel;
+                    in_panel = 0;
+                }
             }
         });
     });
@@ -146,11 +155,12 @@ void col2im(const ConvGeometry& g, const T* col, const ColTile& tile, std::int64
         std::vector<vec::Run> runs;
         for (std::int64_t kf = 0; kf < ax.Kn; ++kf) {
             ax.unravel(kf, ax.K, k);
+            const Axes::Window win = ax.last_axis_window(k[ax.D - 1] * ax.d[ax.D - 1] - ax.pb[ax.D - 1]);
             ax.for_runs(tile.p0, tile.p1, k, [&](std::int64_t at, std::int64_t len, bool ok, std::int64_t off,
                                                  std::int64_t a0, std::int64_t kbase) {
                 if (!ok) return;
                 std::int64_t lo, hi;
-                ax.valid_range(a0, len, kbase, lo, hi);
+                win.clip(a0, len, lo, hi);
                 if (lo < hi) runs.push_back({kf * cols + at + lo, off + pp.phase_index(a0 + lo, kbase), hi - lo});
             });
         }

@@ -81,16 +81,21 @@ struct Axes {
         }
     }
 
-    // The range [lo, hi) of t in [0, len) for which (a0+t)·s + kbase lies in [0, X) on the
-    // last axis.
-    void valid_range(std::int64_t a0, std::int64_t len, std::int64_t kbase, std::int64_t& lo, std::int64_t& hi) const {
+    // The last-axis o-side positions j whose tap at kbase (j·s + kbase) lies in [0, X):
+    // [jmin, jmax). Two divisions; callers keep it per tap.
+    struct Window {
+        std::int64_t jmin, jmax;
+        // [lo, hi) of t in [0, len) for the run of positions a0, a0 + 1, ...
+        void clip(std::int64_t a0, std::int64_t len, std::int64_t& lo, std::int64_t& hi) const {
+            lo = std::clamp<std::int64_t>(jmin - a0, 0, len);
+            hi = std::clamp<std::int64_t>(jmax - a0, lo, len);
+        }
+    };
+    Window last_axis_window(std::int64_t kbase) const {
         const int L = D - 1;
         const std::int64_t sl = s[L];
-        const std::int64_t jmin = kbase >= 0 ? 0 : -kbase / sl + (-kbase % sl != 0);
         const std::int64_t top = X[L] - 1 - kbase;
-        const std::int64_t jmax_excl = top < 0 ? 0 : top / sl + 1;
-        lo = std::clamp<std::int64_t>(jmin - a0, 0, len);
-        hi = std::clamp<std::int64_t>(jmax_excl - a0, lo, len);
+        return {kbase >= 0 ? 0 : -kbase / sl + (-kbase % sl != 0), top < 0 ? 0 : top / sl + 1};
     }
 };
 
