@@ -123,13 +123,6 @@ void input_grad(const T* g, const T* x, Ncs d, const double* mean, const double*
     }
 }
 
-// Calls f(T{}) with T the C++ type of the compute type ct (float or double).
-template <class F>
-void on_compute_type(DType ct, F&& f) {
-    if (ct == DType::f64) f(double{});
-    else f(float{});
-}
-
 }  // namespace
 
 std::int64_t channel_count(const Shape& x, const char* op) {
@@ -143,7 +136,7 @@ ChannelMoments channel_moments(const Tensor& x) {
     const Tensor xc = x.to(ct).contiguous();
     ChannelMoments m{std::vector<double>(static_cast<std::size_t>(d.C)), std::vector<double>(static_cast<std::size_t>(d.C))};
     if (d.N * d.S == 0) fail("input", "channel_moments: input ", shape_str(x.shape()), " has no values per channel");
-    on_compute_type(ct, [&](auto t) {
+    with_compute_type(ct, [&](auto t) {
         using T = decltype(t);
         moments(xc.data<T>(), d, m.mean.data(), m.var.data());
     });
@@ -159,7 +152,7 @@ Tensor channel_affine(const Tensor& x, const std::vector<double>& scale, const s
     if (!center.empty()) check_channels(center, d.C, "center", "channel_affine");
     const Tensor xc = x.to(ct).contiguous();
     Tensor y = Tensor::empty(x.shape(), ct);
-    on_compute_type(ct, [&](auto t) {
+    with_compute_type(ct, [&](auto t) {
         using T = decltype(t);
         affine(xc.data<T>(), d, scale.data(), shift.empty() ? nullptr : shift.data(), center.empty() ? nullptr : center.data(),
                y.data<T>());
@@ -175,7 +168,7 @@ ChannelSums channel_sums(const Tensor& g, const Tensor& x, const std::vector<dou
     if (!center.empty()) check_channels(center, d.C, "center", "channel_sums");
     const Tensor gc = g.to(ct).contiguous(), xc = x.to(ct).contiguous();
     ChannelSums s{std::vector<double>(static_cast<std::size_t>(d.C)), std::vector<double>(static_cast<std::size_t>(d.C))};
-    on_compute_type(ct, [&](auto t) {
+    with_compute_type(ct, [&](auto t) {
         using T = decltype(t);
         sums(gc.data<T>(), xc.data<T>(), d, center.empty() ? nullptr : center.data(), s.g.data(), s.gx.data());
     });
@@ -196,7 +189,7 @@ Tensor batch_norm_input_grad(const Tensor& g, const Tensor& x, const std::vector
     check_channels(sum_gxhat, d.C, "sum_gxhat", op);
     const Tensor gc = g.to(ct).contiguous(), xc = x.to(ct).contiguous();
     Tensor dx = Tensor::empty(x.shape(), ct);
-    on_compute_type(ct, [&](auto t) {
+    with_compute_type(ct, [&](auto t) {
         using T = decltype(t);
         input_grad(gc.data<T>(), xc.data<T>(), d, mean.data(), invstd.data(), weight.data(), sum_g.data(),
                    sum_gxhat.data(), dx.data<T>());

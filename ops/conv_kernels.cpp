@@ -117,11 +117,10 @@ void group_step(const Step<T>& s, const ColTile& tile, std::int64_t grp, T* col,
     switch (s.kind) {
         case ConvKind::Forward:
             if (!nxc) {  // y_g[Og × c] = Wm_g[Og × R] · col[R × c], col made panel by panel
-                Im2colLists lists;
                 auto cols = [&](std::int64_t k0, std::int64_t kc, std::int64_t j0, std::int64_t n, std::int64_t width,
                                 T* dst) {
                     im2col_ncx(g, s.x, tile, grp, k0, k0 + kc, c0 + j0, c0 + j0 + n, dst, PanelLayout{width},
-                               PanelLayout{1, width, width * kc}, lists);
+                               PanelLayout{1, width, width * kc});
                     zero_panel_tail(dst, n, width, kc);
                 };
                 gemm_from<T>((*s.packed)[static_cast<std::size_t>(grp)], c1 - c0, T(1), panel_source<T>(cols), T(0), om + c0,
@@ -156,11 +155,10 @@ void group_step(const Step<T>& s, const ColTile& tile, std::int64_t grp, T* col,
             const std::int64_t r0 = part(R, t, nt), r1 = part(R, t + 1, nt);
             T* dw = const_cast<T*>(wg);
             if (!nxc) {  // dW_g[Og × r] += u_g[Og × C] · colᵀ[C × r], colᵀ made panel by panel
-                Im2colLists lists;
                 auto cols_t = [&](std::int64_t k0, std::int64_t kc, std::int64_t j0, std::int64_t n, std::int64_t width,
                                   T* dst) {
                     im2col_ncx(g, s.x, tile, grp, r0 + j0, r0 + j0 + n, k0, k0 + kc, dst, PanelLayout{1, width, width * kc},
-                               PanelLayout{width}, lists);
+                               PanelLayout{width});
                     zero_panel_tail(dst, n, width, kc);
                 };
                 gemm_from<T>(false, Og, r1 - r0, C, T(1), om, ldo, panel_source<T>(cols_t), T(1), dw + r0, R);

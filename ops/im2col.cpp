@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 namespace tg {
@@ -68,12 +69,58 @@ void list_segments(const Axes& ax, const ColTile& tile, std::int64_t kf, std::in
     });
 }
 
+// The run lists of one (geometry, tile shape, columns, layout): one list per tap, made on
+// first use.
+struct RunLists {
+    std::vector<std::int64_t> key;
+    std::vector<std::vector<vec::LaneRun>> taps;
+    std::vector<char> built;
+};
+
+// Each thread's run lists, kept across calls; emptied once they pass kMaxRuns runs (about
+// 10 MiB), so a program that goes through many geometries keeps only its recent ones.
+class RunListCache {
+public:
+    static constexpr std::int64_t kMaxRuns = std::int64_t{1} << 18;
+
+    RunLists& find(const std::vector<std::int64_t>& key, std::int64_t taps) {
+        if (last_ && last_->key == key) return *last_;
+        for (const std::unique_ptr<RunLists>& e : entries_)
+            if (e->key == key) return *(last_ = e.get());
+        if (runs() > kMaxRuns) entries_.clear();
+        auto e = std::make_unique<RunLists>();
+        e->key = key;
+        e->taps.resize(static_cast<std::size_t>(taps));
+        e->built.assign(static_cast<std::size_t>(taps), 0);
+        entries_.push_back(std::move(e));
+        return *(last_ = entries_.back().get());
+    }
+
+private:
+    std::int64_t runs() const {
+        std::int64_t n = 0;
+        for (const std::unique_ptr<RunLists>& e : entries_)
+            for (const std::vector<vec::LaneRun>& t : e->taps) n += static_cast<std::int64_t>(t.size());
+        return n;
+    }
+    std::vector<std::unique_ptr<RunLists>> entries_;
+    RunLists* last_ = nullptr;
+};
+
+// Everything list_segments' result depends on.
+void list_key(const Axes& ax, const ColTile& tile, std::int64_t c0, std::int64_t c1, const PanelLayout& cl,
+              std::vector<std::int64_t>& key) {
+    key.clear();
+    key.insert(key.end(), {ax.D, ax.Ctot, tile.nb, tile.p0, tile.p1, c0, c1, cl.ld, cl.panel, cl.panel_stride});
+    for (const std::int64_t* a : {ax.X, ax.Y, ax.K, ax.s, ax.d, ax.pb}) key.insert(key.end(), a, a + ax.D);
+}
+
 }  // namespace
 
 template <class T>
 void im2col_ncx(const ConvGeometry& g, const T* x, const ColTile& tile, std::int64_t group, std::int64_t r0,
                 std::int64_t r1, std::int64_t c0, std::int64_t c1, T* dst, const PanelLayout& rows,
-                const PanelLayout& cols, Im2colLists& lists) {
+                const PanelLayout& cols) {
     const vec::Kernels<T>& vk = vec::active_kernels<T>();
     const Axes ax(g);
     const std::int64_t sl = ax.s[ax.D - 1];
@@ -81,14 +128,13 @@ void im2col_ncx(const ConvGeometry& g, const T* x, const ColTile& tile, std::int
     // (the weight gradient's colᵀ: col's rows become panel columns), made as plain rows and
     // transposed a panel at a time.
     const bool transposing = cols.ld != 1;
-    // Rows r = i·∏K + kf: each tap's runs are listed once (and kept while the columns stay
-    // the same), then replayed for each channel.
+    // Rows r = i·∏K + kf: each tap's runs are listed once (and kept, see RunListCache), then
+    // replayed for each channel.
     const PanelLayout cl = transposing ? PanelLayout{1} : cols;
-    if (lists.c0 != c0 || lists.c1 != c1 || lists.ld != cl.ld || lists.panel != cl.panel || lists.panel_stride != cl.panel_stride) {
-        lists.c0 = c0, lists.c1 = c1, lists.ld = cl.ld, lists.panel = cl.panel, lists.panel_stride = cl.panel_stride;
-        lists.taps.resize(static_cast<std::size_t>(ax.Kn));
-        lists.built.assign(static_cast<std::size_t>(ax.Kn), 0);
-    }
+    thread_local RunListCache cache;
+    thread_local std::vector<std::int64_t> key;
+    list_key(ax, tile, c0, c1, cl, key);
+    RunLists& lists = cache.find(key, ax.Kn);
     const std::int64_t first_kf = r0 % ax.Kn, nl = std::min(ax.Kn, r1 - r0);
     auto runs_of = [&](std::int64_t l) -> const std::vector<vec::LaneRun>& {  // the runs of row r0 + l's tap
         const std::size_t kf = static_cast<std::size_t>((first_kf + l) % ax.Kn);
@@ -216,11 +262,10 @@ template void im2col_nxc<float>(const ConvGeometry&, const float*, const ColTile
 template void im2col_nxc<double>(const ConvGeometry&, const double*, const ColTile&, std::int64_t, std::int64_t,
                              std::int64_t, double*);
 template void im2col_ncx<float>(const ConvGeometry&, const float*, const ColTile&, std::int64_t, std::int64_t,
-                                std::int64_t, std::int64_t, std::int64_t, float*, const PanelLayout&, const PanelLayout&,
-                                Im2colLists&);
+                                std::int64_t, std::int64_t, std::int64_t, float*, const PanelLayout&, const PanelLayout&);
 template void im2col_ncx<double>(const ConvGeometry&, const double*, const ColTile&, std::int64_t, std::int64_t,
                                  std::int64_t, std::int64_t, std::int64_t, double*, const PanelLayout&,
-                                 const PanelLayout&, Im2colLists&);
+                                 const PanelLayout&);
 template void col2im<float>(const ConvGeometry&, const float*, const ColTile&, std::int64_t, std::int64_t, std::int64_t,
                             std::int64_t, std::int64_t, float*);
 template void col2im<double>(const ConvGeometry&, const double*, const ColTile&, std::int64_t, std::int64_t,

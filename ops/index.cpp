@@ -34,17 +34,6 @@ void around(const Shape& s, int axis, std::int64_t& outer, std::int64_t& inner) 
     for (std::size_t a = static_cast<std::size_t>(axis) + 1; a < s.size(); ++a) inner *= s[a];
 }
 
-
-template <class F>
-void with_add_type(DType d, F&& f) {
-    switch (d) {
-        case DType::f64: f(double{}); break;
-        case DType::f32: f(float{}); break;
-        case DType::i32: f(std::int32_t{}); break;
-        default: f(std::int64_t{}); break;
-    }
-}
-
 // Calls f(k, off) for every position k (C order) of `shape`, with off the offset of the same
 // multi-index in a contiguous tensor of shape `into` (every dim of shape <= into's) with
 // axis `skip` left out of the offset.
@@ -129,7 +118,7 @@ Tensor index_add(const Tensor& t, int axis, const Tensor& index, const Tensor& s
     std::int64_t outer, inner;
     around(t.shape(), ax, outer, inner);
     const std::int64_t* pi = ix.data<std::int64_t>();
-    with_add_type(at, [&](auto tag) {
+    with_compute_type<true>(at, [&](auto tag) {
         using T = decltype(tag);
         T* po = out.data<T>();
         const T* ps = S.data<T>();
@@ -176,7 +165,7 @@ Tensor scatter_add(const Tensor& t, int axis, const Tensor& index, const Tensor&
     const Tensor S = src.to(at).contiguous();
     const std::int64_t stride = contiguous_strides(t.shape())[static_cast<std::size_t>(ax)];
     const std::int64_t* pi = ix.data<std::int64_t>();
-    with_add_type(at, [&](auto tag) {
+    with_compute_type<true>(at, [&](auto tag) {
         using T = decltype(tag);
         T* po = out.data<T>();
         const T* ps = S.data<T>();

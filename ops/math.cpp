@@ -21,18 +21,6 @@ void need(const Tensor& t, const char* fn, const char* which) {
 // The dtype a kernel computes `d` in: floats as compute_dtype, ints and bool as themselves.
 DType compute_of(DType d) { return is_float(d) ? compute_dtype(d) : d; }
 
-// Calls f(T{}) with T the C++ type of a compute dtype (never f16/bf16).
-template <class F>
-decltype(auto) with_type(DType ct, F&& f) {
-    switch (ct) {
-        case DType::f64: return f(double{});
-        case DType::i32: return f(std::int32_t{});
-        case DType::i64: return f(std::int64_t{});
-        case DType::b8: return f(std::uint8_t{});
-        default: return f(float{});
-    }
-}
-
 // f(a[i], b[i]) broadcast, both operands converted to `in` (a compute dtype or f16/bf16,
 // computed in f32). A bool-valued f gives a b8 tensor, any other the dtype `in`.
 template <class F>
@@ -41,7 +29,7 @@ Tensor broadcast_map(const char* fn, const Tensor& a, const Tensor& b, DType in,
     const DType ct = compute_of(in);
     const Tensor A = a.to(ct).contiguous(), B = b.to(ct).contiguous();
     const Shape sa = broadcast_strides(A.shape(), shape), sb = broadcast_strides(B.shape(), shape);
-    return with_type(ct, [&](auto tag) -> Tensor {
+    return with_compute_type<true>(ct, [&](auto tag) -> Tensor {
         using T = decltype(tag);
         const T* pa = A.data<T>();
         const T* pb = B.data<T>();
@@ -65,7 +53,7 @@ Tensor unary_map(const Tensor& x, DType out, const F& f) {
     const DType ct = compute_of(out);
     const Tensor X = x.to(ct).contiguous();
     Tensor y = Tensor::empty(x.shape(), ct);
-    with_type(ct, [&](auto tag) {
+    with_compute_type<true>(ct, [&](auto tag) {
         using T = decltype(tag);
         vector_map(f, X.data<T>(), y.data<T>(), y.numel());
     });

@@ -43,7 +43,6 @@ const simd_reduce::Kernels& reduce_kernels() {
 
 }  // namespace
 
-
 std::vector<int> normalize_axes(const std::vector<int>& axes, int ndim, const char* op) {
     std::vector<int> out;
     if (axes.empty()) {
@@ -288,19 +287,6 @@ Rows rows_of(const Tensor& x, const std::vector<int>& axes_in, bool keepdim, con
     return r;
 }
 
-// Calls f(T{}) with T = double, float, std::int64_t or std::int32_t for a float (compute
-// dtype) or integer dtype `d`; bool counts as i64.
-template <class F>
-decltype(auto) with_value_type(DType d, F&& f) {
-    switch (d) {
-        case DType::f64: return f(double{});
-        case DType::f32: return f(float{});
-        case DType::i32: return f(std::int32_t{});
-        default: return f(std::int64_t{});
-    }
-}
-
-
 void need_float_reduce(const Tensor& x, const char* op) {
     if (!x.defined()) fail("input", op, ": the input is undefined");
     if (!is_float(x.dtype()))
@@ -311,7 +297,7 @@ void need_float_reduce(const Tensor& x, const char* op) {
 template <class F>
 Tensor per_row(const Rows& r, DType out_dtype, F&& f) {
     Tensor out = Tensor::empty(r.out_shape, out_dtype);
-    with_value_type(r.data.dtype(), [&](auto tag) {
+    with_compute_type<true>(r.data.dtype(), [&](auto tag) {
         using T = decltype(tag);
         const T* px = r.data.data<T>();
         if (is_float(out_dtype)) {
@@ -368,7 +354,7 @@ ValuesIndices extreme(const Tensor& x, int axis, bool keepdim, const char* op, b
     const Rows r = rows_of(x, {ax}, keepdim, op, vt);
     ValuesIndices out{Tensor::empty(r.out_shape, vt), Tensor::empty(r.out_shape, DType::i64)};
     std::int64_t* pi = out.indices.data<std::int64_t>();
-    with_value_type(vt, [&](auto tag) {
+    with_compute_type<true>(vt, [&](auto tag) {
         using T = decltype(tag);
         const T* px = r.data.data<T>();
         T* pv = out.values.data<T>();
@@ -383,7 +369,6 @@ ValuesIndices extreme(const Tensor& x, int axis, bool keepdim, const char* op, b
     out.values = out.values.to(x.dtype());
     return out;
 }
-
 
 }  // namespace
 

@@ -30,9 +30,19 @@ inline DType compute_dtype(DType t) { return t == DType::f64 ? DType::f64 : DTyp
 inline DType accumulate_dtype(DType t) { return is_float(t) ? compute_dtype(t) : t == DType::b8 ? DType::i64 : t; }
 
 // The one dtype dispatch of the kernels: calls f(T{}) with T the C++ type of the compute
-// dtype `ct` (double for f64, float otherwise).
-template <class F>
+// dtype `ct`: double for f64, float for the other floats; with WithIntegers also
+// std::int64_t, std::int32_t and std::uint8_t for i64, i32 and b8 (kernels that take
+// integers; the float-only ones leave it false and are never instantiated for them).
+template <bool WithIntegers = false, class F>
 decltype(auto) with_compute_type(DType ct, F&& f) {
+    if constexpr (WithIntegers) {
+        switch (ct) {
+            case DType::i64: return f(std::int64_t{});
+            case DType::i32: return f(std::int32_t{});
+            case DType::b8: return f(std::uint8_t{});
+            default: break;
+        }
+    }
     if (ct == DType::f64) return f(double{});
     return f(float{});
 }

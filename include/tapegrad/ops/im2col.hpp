@@ -40,21 +40,16 @@ struct PanelLayout {
     std::int64_t offset(std::int64_t rel) const { return panel ? rel / panel * panel_stride + rel % panel * ld : rel * ld; }
 };
 
-// The runs im2col_ncx lists for each tap, kept across its calls for the same columns (a
-// GEMM's successive K blocks). One per GEMM call and thread, for one tile.
-struct Im2colLists {
-    std::int64_t c0 = -1, c1 = -1, ld = 0, panel = 0, panel_stride = 0;
-    std::vector<std::vector<vec::LaneRun>> taps;
-    std::vector<char> built;
-};
-
 // NCX only: rows [r0, r1) × columns [c0, c1) of the tile's col matrix, element (r, c) written
 // to dst[rows.offset(r − r0) + cols.offset(c − c0)], so that a GEMM can pack op(B) or op(B)ᵀ
-// straight from the input.
+// straight from the input. Each tap's runs (which input positions land in which columns)
+// are listed once per thread and kept for later calls with the same geometry, tile shape,
+// columns and layout (a training loop asks for the same ones every step), at most about
+// 10 MiB of them per thread.
 template <class T>
 void im2col_ncx(const ConvGeometry& g, const T* x, const ColTile& tile, std::int64_t group, std::int64_t r0,
                 std::int64_t r1, std::int64_t c0, std::int64_t c1, T* dst, const PanelLayout& rows,
-                const PanelLayout& cols, Im2colLists& lists);
+                const PanelLayout& cols);
 
 // Adds the columns of images [ni0, ni1) of the tile into channels [i0, i1) of the group.
 // NCX: `col` holds the rows of those channels only, channel i's at (i − i0)·∏K·cols; NXC:
