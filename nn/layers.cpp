@@ -157,11 +157,18 @@ Dropout::Dropout(double p) : p_(p) {
 Variable Dropout::forward(const Variable& x) {
     if (!is_training() || p_ == 0) return x;
     if (!is_float(x.dtype())) fail("input", "Dropout: needs a float input, got ", dtype_name(x.dtype()));
-    std::vector<double> mask(static_cast<std::size_t>(x.numel()));
-    default_generator().fill_uniform(mask);
+    // One uniform draw per element, written straight into the mask in the compute type.
+    std::vector<double> u(static_cast<std::size_t>(x.numel()));
+    default_generator().fill_uniform(u);
     const double keep = p_ == 1 ? 0.0 : 1.0 / (1.0 - p_);
-    for (double& u : mask) u = u < p_ ? 0.0 : keep;
-    return ag::mul(x, ag::constant(Tensor::from(x.shape(), mask, x.dtype())));
+    Tensor mask = Tensor::empty(x.shape(), compute_dtype(x.dtype()));
+    with_compute_type(mask.dtype(), [&](auto tag) {
+        using T = decltype(tag);
+        T* m = mask.data<T>();
+        const T k = static_cast<T>(keep);
+        for (std::size_t i = 0; i < u.size(); ++i) m[i] = u[i] < p_ ? T(0) : k;
+    });
+    return ag::mul(x, ag::constant(mask.to(x.dtype())));
 }
 
 }  // namespace tg::nn
