@@ -4,6 +4,7 @@
 
 #include "tapegrad/autograd/ops.hpp"
 #include "tapegrad/ops/batch_norm.hpp"
+#include "tapegrad/ops/math.hpp"
 
 namespace tg::ag {
 
@@ -50,8 +51,8 @@ Grads batch_norm_grads_graph(const Variable& x, const Variable& w, const Variabl
 }  // namespace
 
 Variable batch_norm(const Variable& x, const Variable& weight, const Variable& bias, double eps, Tensor* batch_mean,
-                    Tensor* batch_var) {
-    const char* op = "batch_norm";
+                    Tensor* batch_var, bool relu) {
+    const char* op = relu ? "batch_norm_relu" : "batch_norm";
     const std::int64_t C = channels_of(x, op);
     check_channel_param(weight, C, "weight", op);
     check_channel_param(bias, C, "bias", op);
@@ -64,7 +65,8 @@ Variable batch_norm(const Variable& x, const Variable& weight, const Variable& b
         invstd[c] = 1 / std::sqrt(m.var[c] + eps);
         scale[c] = w[c] * invstd[c];
     }
-    Tensor y = tg::channel_affine(x.value(), scale, bias.defined() ? bias.value().values() : std::vector<double>{}, m.mean);
+    Tensor y =
+        tg::channel_affine(x.value(), scale, bias.defined() ? bias.value().values() : std::vector<double>{}, m.mean, relu);
     if (batch_mean) *batch_mean = Tensor::from({C}, m.mean, x.dtype());
     if (batch_var) *batch_var = Tensor::from({C}, m.var, x.dtype());
 
@@ -75,25 +77,27 @@ Variable batch_norm(const Variable& x, const Variable& weight, const Variable& b
     const int bi = bias.defined() ? static_cast<int>(inputs.size()) : -1;
     if (bias.defined()) inputs.push_back(bias);
     const DType wdt = weight.defined() ? weight.dtype() : x.dtype(), bdt = bias.defined() ? bias.dtype() : x.dtype();
-    Save save{.inputs = {0}};
+    Save save{.inputs = {0}, .output = relu};  // the ReLU's gradient reads its output
     if (wi >= 0) save.inputs.push_back(wi);
     return record(op, std::move(y), inputs, save,
                   [=, mean = m.mean, n_in = inputs.size()](const SavedContext& c, const Variable& g) -> Grads {
                       Grads out(n_in);
                       if (grad_enabled()) {  // create_graph: the differentiable form
-                          const Grads gr = batch_norm_grads_graph(c.input(0), wi >= 0 ? c.input(wi) : Variable(), g, eps);
+                          // (through the ReLU: g times its 0/1 step, a constant of the output)
+                          const Variable gr_in = relu ? mul(g, constant(step(c.output().value(), 0, 1))) : g;
+                          const Grads gr = batch_norm_grads_graph(c.input(0), wi >= 0 ? c.input(wi) : Variable(), gr_in, eps);
                           out[0] = gr[0];
                           if (wi >= 0) out[static_cast<std::size_t>(wi)] = gr[1];
                           if (bi >= 0) out[static_cast<std::size_t>(bi)] = gr[2];
                           return out;
                       }
-                      const Tensor xv = c.input(0).value();
-                      const ChannelSums s = channel_sums(g.value(), xv, mean);
+                      const Tensor xv = c.input(0).value(), r = relu ? c.output().value() : Tensor();
+                      const ChannelSums s = channel_sums(g.value(), xv, mean, r);
                       std::vector<double> sgxhat(Cs);
                       for (std::size_t k = 0; k < Cs; ++k) sgxhat[k] = invstd[k] * s.gx[k];
                       if (c.needs_grad(0)) {
                           const std::vector<double> wv = wi >= 0 ? c.input(wi).value().values() : std::vector<double>(Cs, 1.0);
-                          out[0] = constant(batch_norm_input_grad(g.value(), xv, mean, invstd, wv, s.g, sgxhat));
+                          out[0] = constant(batch_norm_input_grad(g.value(), xv, mean, invstd, wv, s.g, sgxhat, r));
                       }
                       if (wi >= 0 && c.needs_grad(wi)) out[static_cast<std::size_t>(wi)] = constant(Tensor::from({C}, sgxhat, wdt));
                       if (bi >= 0 && c.needs_grad(bi)) out[static_cast<std::size_t>(bi)] = constant(Tensor::from({C}, s.g, bdt));

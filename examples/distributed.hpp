@@ -49,12 +49,19 @@ public:
     int rank() const { return rank_; }
     int world_size() const { return world_; }
 
-    // A BatchNorm layer: dist::SyncBatchNorm in a distributed run, nn::BatchNorm otherwise.
-    std::shared_ptr<nn::Module> batch_norm(std::int64_t features) const {
+    // A BatchNorm layer followed by a fused ReLU (nn::BatchNorm::with_relu): dist::SyncBatchNorm
+    // in a distributed run, nn::BatchNorm otherwise.
+    std::shared_ptr<nn::Module> batch_norm_relu(std::int64_t features) const {
 #ifdef TAPEGRAD_WITH_MPI
-        if (mpi_) return std::make_shared<dist::SyncBatchNorm>(features);
+        if (mpi_) {
+            auto bn = std::make_shared<dist::SyncBatchNorm>(features);
+            bn->with_relu();
+            return bn;
+        }
 #endif
-        return std::make_shared<nn::BatchNorm>(features);
+        auto bn = std::make_shared<nn::BatchNorm>(features);
+        bn->with_relu();
+        return bn;
     }
 
     // Starts every rank from rank 0's weights and buffers.

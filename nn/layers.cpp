@@ -70,10 +70,11 @@ void write_into(Tensor& dst, const std::vector<double>& values) {
 }  // namespace
 
 Variable batch_norm_train(const Variable& x, const Variable& weight, const Variable& bias, double eps, Tensor* batch_mean,
-                          Tensor* batch_var, const std::function<Variable(const Variable&)>& across, std::int64_t* count) {
+                          Tensor* batch_var, const std::function<Variable(const Variable&)>& across, std::int64_t* count,
+                          bool relu) {
     if (!across) {
         if (count && x.ndim() >= 2) *count = x.numel() / x.shape()[1];
-        return ag::batch_norm(x, weight, bias, eps, batch_mean, batch_var);
+        return ag::batch_norm(x, weight, bias, eps, batch_mean, batch_var, relu);
     }
     // SyncBatchNorm: the global batch's statistics, from per-channel sums over every
     // process's x, written with the differentiable ops so that the gradient flows back
@@ -90,8 +91,10 @@ Variable batch_norm_train(const Variable& x, const Variable& weight, const Varia
     if (batch_mean) *batch_mean = mu.value().reshape({C});
     if (batch_var) *batch_var = var.value().reshape({C});
     if (count) *count = static_cast<std::int64_t>(n);
-    if (!weight.defined() && !bias.defined()) return xhat;
-    return ag::channel_affine(xhat, weight.defined() ? weight : ag::constant(ones({C}, x.dtype())), bias);
+    const Variable y = !weight.defined() && !bias.defined()
+                           ? xhat
+                           : ag::channel_affine(xhat, weight.defined() ? weight : ag::constant(ones({C}, x.dtype())), bias);
+    return relu ? ag::relu(y) : y;
 }
 
 Variable batch_norm_eval(const Variable& x, const Tensor& mean, const Tensor& var, const Variable& weight,
@@ -127,14 +130,17 @@ BatchNorm::BatchNorm(std::int64_t num_features, double eps, double momentum, DTy
 Variable BatchNorm::forward(const Variable& x) {
     if (x.ndim() < 2 || x.shape()[1] != C_)
         fail("input", "BatchNorm: input ", shape_str(x.shape()), " must be [N, ", C_, "] or [N, ", C_, ", X...]");
-    if (!is_training()) return batch_norm_eval(x, running_mean(), running_var(), weight, bias, eps_);
+    if (!is_training()) {
+        const Variable y = batch_norm_eval(x, running_mean(), running_var(), weight, bias, eps_);
+        return relu_ ? ag::relu(y) : y;
+    }
     const std::int64_t n = x.numel() / C_;
     if (n < 2)
         fail("input", "BatchNorm: training needs more than one value per channel, input ", shape_str(x.shape()),
              " has ", n, " (use eval() for single samples)");
     Tensor bm, bv;
     std::int64_t count = n;  // over every process with across_
-    Variable y = batch_norm_train(x, weight, bias, eps_, &bm, &bv, across_, &count);
+    Variable y = batch_norm_train(x, weight, bias, eps_, &bm, &bv, across_, &count, relu_);
     const std::vector<double> m = bm.values(), v = bv.values();
     std::vector<double> rm = running_mean().values(), rv = running_var().values();
     const double unbias = static_cast<double>(count) / static_cast<double>(count - 1);

@@ -494,7 +494,7 @@ std::string MaxPool::repr() const { return pool_repr("MaxPool", opt_); }
 std::string AvgPool::repr() const { return pool_repr("AvgPool", opt_); }
 std::string BatchNorm::repr() const {
     std::ostringstream s;
-    s << "BatchNorm(" << C_ << ", eps=" << eps_ << ", momentum=" << momentum_ << ")";
+    s << "BatchNorm(" << C_ << ", eps=" << eps_ << ", momentum=" << momentum_ << (relu_ ? ", relu" : "") << ")";
     return s.str();
 }
 std::string Dropout::repr() const {

@@ -69,7 +69,7 @@ void moments(const T* x, Ncs d, double* mean, double* var) {
     }
 }
 
-template <class T>
+template <bool Relu, class T>
 void affine(const T* x, Ncs d, const double* scale, const double* shift, const double* center, T* y) {
 #pragma omp parallel for num_threads(team_for(d.N * d.C * d.S, d.C)) schedule(static)
     for (std::int64_t c = 0; c < d.C; ++c) {
@@ -78,13 +78,25 @@ void affine(const T* x, Ncs d, const double* scale, const double* shift, const d
         for (std::int64_t i = 0; i < d.N; ++i) {
             const std::int64_t at = (i * d.C + c) * d.S;
 #pragma omp simd
-            for (std::int64_t j = 0; j < d.S; ++j) y[at + j] = (x[at + j] - m) * a + b;
+            for (std::int64_t j = 0; j < d.S; ++j) {
+                const T v = (x[at + j] - m) * a + b;
+                y[at + j] = Relu && v < T(0) ? T(0) : v;  // fn::Relu's rule: NaN and −0 pass
+            }
         }
     }
 }
 
-template <class T>
-void sums(const T* g, const T* x, Ncs d, const double* center, double* sg, double* sgx) {
+// The gradient through a ReLU whose output is r: g where r > 0 or r is NaN (fn::Step's
+// rule, as ag::relu's backward), 0 where r <= 0; g itself without a ReLU. (A template
+// flag, not a null test, so the loops stay vectorised.)
+template <bool Relu, class T>
+inline T through_relu(T g, const T* r, std::int64_t k) {
+    if constexpr (Relu) return (r[k] > T(0)) | (r[k] != r[k]) ? g : T(0);
+    else return g;
+}
+
+template <bool Relu, class T>
+void sums(const T* g, const T* x, const T* r, Ncs d, const double* center, double* sg, double* sgx) {
 #pragma omp parallel for num_threads(team_for(d.N * d.C * d.S, d.C)) schedule(static)
     for (std::int64_t c = 0; c < d.C; ++c) {
         const T m = center ? static_cast<T>(center[c]) : T(0);
@@ -94,8 +106,9 @@ void sums(const T* g, const T* x, Ncs d, const double* center, double* sg, doubl
             T ra = 0, rb = 0;
 #pragma omp simd reduction(+ : ra, rb)
             for (std::int64_t j = 0; j < d.S; ++j) {
-                ra += g[at + j];
-                rb += g[at + j] * (x[at + j] - m);
+                const T gj = through_relu<Relu>(g[at + j], r, at + j);
+                ra += gj;
+                rb += gj * (x[at + j] - m);
             }
             a += static_cast<double>(ra);
             b += static_cast<double>(rb);
@@ -104,8 +117,8 @@ void sums(const T* g, const T* x, Ncs d, const double* center, double* sg, doubl
     }
 }
 
-template <class T>
-void input_grad(const T* g, const T* x, Ncs d, const double* mean, const double* invstd, const double* weight,
+template <bool Relu, class T>
+void input_grad(const T* g, const T* x, const T* r, Ncs d, const double* mean, const double* invstd, const double* weight,
                 const double* sum_g, const double* sum_gxhat, T* dx) {
     const double n = static_cast<double>(d.N * d.S);
 #pragma omp parallel for num_threads(team_for(d.N * d.C * d.S, d.C)) schedule(static)
@@ -118,7 +131,7 @@ void input_grad(const T* g, const T* x, Ncs d, const double* mean, const double*
         for (std::int64_t i = 0; i < d.N; ++i) {
             const std::int64_t at = (i * d.C + c) * d.S;
 #pragma omp simd
-            for (std::int64_t j = 0; j < d.S; ++j) dx[at + j] = a * g[at + j] - b * (x[at + j] - m) - o;
+            for (std::int64_t j = 0; j < d.S; ++j) dx[at + j] = a * through_relu<Relu>(g[at + j], r, at + j) - b * (x[at + j] - m) - o;
         }
     }
 }
@@ -144,7 +157,7 @@ ChannelMoments channel_moments(const Tensor& x) {
 }
 
 Tensor channel_affine(const Tensor& x, const std::vector<double>& scale, const std::vector<double>& shift,
-                      const std::vector<double>& center) {
+                      const std::vector<double>& center, bool relu) {
     const Ncs d = ncs_of(x.shape(), "channel_affine");
     const DType ct = compute_type(x, "channel_affine");
     check_channels(scale, d.C, "scale", "channel_affine");
@@ -154,30 +167,42 @@ Tensor channel_affine(const Tensor& x, const std::vector<double>& scale, const s
     Tensor y = Tensor::empty(x.shape(), ct);
     with_compute_type(ct, [&](auto t) {
         using T = decltype(t);
-        affine(xc.data<T>(), d, scale.data(), shift.empty() ? nullptr : shift.data(), center.empty() ? nullptr : center.data(),
-               y.data<T>());
+        const double* sh = shift.empty() ? nullptr : shift.data();
+        const double* ce = center.empty() ? nullptr : center.data();
+        if (relu) affine<true>(xc.data<T>(), d, scale.data(), sh, ce, y.data<T>());
+        else affine<false>(xc.data<T>(), d, scale.data(), sh, ce, y.data<T>());
     });
     return y.to(x.dtype());
 }
 
-ChannelSums channel_sums(const Tensor& g, const Tensor& x, const std::vector<double>& center) {
+// The ReLU output `r` of the fused kernels in the compute type ct, checked against x's shape.
+Tensor relu_operand(const Tensor& r, const Tensor& x, DType ct, const char* op) {
+    if (!r.defined()) return r;
+    if (r.shape() != x.shape())
+        fail("relu_out", op, ": relu_out has shape ", shape_str(r.shape()), " but x has shape ", shape_str(x.shape()));
+    return r.to(ct).contiguous();
+}
+
+ChannelSums channel_sums(const Tensor& g, const Tensor& x, const std::vector<double>& center, const Tensor& relu_out) {
     if (g.shape() != x.shape())
         fail("shape", "channel_sums: g has shape ", shape_str(g.shape()), " but x has shape ", shape_str(x.shape()));
     const Ncs d = ncs_of(x.shape(), "channel_sums");
     const DType ct = compute_type(x, "channel_sums");
     if (!center.empty()) check_channels(center, d.C, "center", "channel_sums");
-    const Tensor gc = g.to(ct).contiguous(), xc = x.to(ct).contiguous();
+    const Tensor gc = g.to(ct).contiguous(), xc = x.to(ct).contiguous(), rc = relu_operand(relu_out, x, ct, "channel_sums");
     ChannelSums s{std::vector<double>(static_cast<std::size_t>(d.C)), std::vector<double>(static_cast<std::size_t>(d.C))};
     with_compute_type(ct, [&](auto t) {
         using T = decltype(t);
-        sums(gc.data<T>(), xc.data<T>(), d, center.empty() ? nullptr : center.data(), s.g.data(), s.gx.data());
+        const double* ce = center.empty() ? nullptr : center.data();
+        if (rc.defined()) sums<true>(gc.data<T>(), xc.data<T>(), rc.data<T>(), d, ce, s.g.data(), s.gx.data());
+        else sums<false>(gc.data<T>(), xc.data<T>(), static_cast<const T*>(nullptr), d, ce, s.g.data(), s.gx.data());
     });
     return s;
 }
 
 Tensor batch_norm_input_grad(const Tensor& g, const Tensor& x, const std::vector<double>& mean,
                              const std::vector<double>& invstd, const std::vector<double>& weight,
-                             const std::vector<double>& sum_g, const std::vector<double>& sum_gxhat) {
+                             const std::vector<double>& sum_g, const std::vector<double>& sum_gxhat, const Tensor& relu_out) {
     const char* op = "batch_norm_input_grad";
     if (g.shape() != x.shape()) fail("shape", op, ": g has shape ", shape_str(g.shape()), " but x has shape ", shape_str(x.shape()));
     const Ncs d = ncs_of(x.shape(), op);
@@ -187,12 +212,16 @@ Tensor batch_norm_input_grad(const Tensor& g, const Tensor& x, const std::vector
     check_channels(weight, d.C, "weight", op);
     check_channels(sum_g, d.C, "sum_g", op);
     check_channels(sum_gxhat, d.C, "sum_gxhat", op);
-    const Tensor gc = g.to(ct).contiguous(), xc = x.to(ct).contiguous();
+    const Tensor gc = g.to(ct).contiguous(), xc = x.to(ct).contiguous(), rc = relu_operand(relu_out, x, ct, op);
     Tensor dx = Tensor::empty(x.shape(), ct);
     with_compute_type(ct, [&](auto t) {
         using T = decltype(t);
-        input_grad(gc.data<T>(), xc.data<T>(), d, mean.data(), invstd.data(), weight.data(), sum_g.data(),
-                   sum_gxhat.data(), dx.data<T>());
+        if (rc.defined())
+            input_grad<true>(gc.data<T>(), xc.data<T>(), rc.data<T>(), d, mean.data(), invstd.data(), weight.data(),
+                             sum_g.data(), sum_gxhat.data(), dx.data<T>());
+        else
+            input_grad<false>(gc.data<T>(), xc.data<T>(), static_cast<const T*>(nullptr), d, mean.data(), invstd.data(),
+                              weight.data(), sum_g.data(), sum_gxhat.data(), dx.data<T>());
     });
     return dx.to(g.dtype());
 }

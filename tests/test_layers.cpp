@@ -196,6 +196,57 @@ TEST_CASE("the fused batch norm matches the composition of plain ops, values and
         }
 }
 
+TEST_CASE("batch norm with a fused ReLU equals relu(batch_norm(x)): values, gradients, checks", "[nn][layers][batchnorm]") {
+    // The oracle is the unfused pair ag::relu(ag::batch_norm(...)); about half the outputs
+    // are cut to 0, so the ReLU's gradient rule shapes every input gradient.
+    for (DType dt : {DType::f64, DType::f32})
+        for (bool create_graph : {false, true}) {
+            INFO(dtype_name(dt) << (create_graph ? " create_graph" : ""));
+            const Shape xs{4, 3, 5, 6};
+            const Tensor x0 = rnd(xs, 31, -2, 2).to(dt), gy = rnd(xs, 32).to(dt);
+            auto run = [&](bool fused) {
+                const ag::Variable x = ag::param(x0), w = ag::param(rnd({3}, 33, 0.5, 1.5).to(dt)),
+                                   b = ag::param(rnd({3}, 34, -0.5, 0.5).to(dt));
+                const ag::Variable y = fused ? ag::batch_norm(x, w, b, 1e-5, nullptr, nullptr, true)
+                                             : ag::relu(ag::batch_norm(x, w, b, 1e-5));
+                std::vector<Tensor> out{y.value()};
+                for (const ag::Variable& g : ag::grad({y}, {x, w, b}, {ag::constant(gy)}, false, create_graph))
+                    out.push_back(g.value());
+                return out;
+            };
+            const std::vector<Tensor> ref = run(false), fused = run(true);
+            const auto yv = fused[0].values();
+            CHECK(std::count(yv.begin(), yv.end(), 0.0) > static_cast<std::ptrdiff_t>(yv.size() / 4));
+            CHECK(fused[0].values() == ref[0].values());  // the same operations
+            // (the gradients' sums may be vectorised in another order: the last bits differ)
+            const double tol = dt == DType::f64 ? 1e-12 : 2e-5;
+            for (std::size_t i = 1; i < ref.size(); ++i) check_close(fused[i], ref[i], tol, "a gradient through the fused ReLU");
+        }
+    // gradcheck and gradgradcheck of the fused op (f64 finite differences)
+    const ag::Function f = [](const std::vector<ag::Variable>& v) {
+        const ag::Variable y = ag::batch_norm(v[0], v[1], v[2], 1e-5, nullptr, nullptr, true);
+        return ag::mul(y, y);
+    };
+    const std::vector<Tensor> inputs{rnd({3, 2, 4}, 35, -2, 2), rnd({2}, 36, 0.5, 1.5), rnd({2}, 37)};
+    const ag::CheckReport g1 = ag::gradcheck(f, inputs);
+    INFO(g1.table());
+    CHECK(g1.ok);
+    const ag::CheckReport g2 = ag::gradgradcheck(f, inputs);
+    INFO(g2.table());
+    CHECK(g2.ok);
+    // The layer: BatchNorm(C).with_relu() is BatchNorm then ReLU, in training and in evaluation.
+    nn::BatchNorm fused(3), plain(3);
+    fused.with_relu();
+    CHECK(fused.has_relu());
+    CHECK(fused.repr() == "BatchNorm(3, eps=1e-05, momentum=0.1, relu)");
+    const ag::Variable x = ag::constant(rnd({4, 3, 5}, 38, -2, 2).to(DType::f32));
+    CHECK(fused(x).value().values() == nn::ReLU()(plain(x)).value().values());
+    fused.eval();
+    plain.eval();
+    CHECK(fused(x).value().values() == nn::ReLU()(plain(x)).value().values());
+    CHECK(fused.running_mean().values() == plain.running_mean().values());
+}
+
 TEST_CASE("batch norm in evaluation mode: values, gradients and gradcheck of channel_affine", "[nn][layers][batchnorm][gradcheck]") {
     const Tensor x = rnd({3, 2, 4}, 21, -2, 2), mean = rnd({2}, 22), var = rnd({2}, 23, 0.5, 2);
     const Tensor w = rnd({2}, 24, 0.5, 1.5), b = rnd({2}, 25);

@@ -18,9 +18,12 @@
 namespace tg::ag {
 
 // weight and bias may be undefined (no scale, no shift). When given, *batch_mean and
-// *batch_var receive the batch mean and biased variance per channel ([C], x's dtype).
+// *batch_var receive the batch mean and biased variance per channel ([C], x's dtype). With
+// `relu`, the result is relu(batch_norm(...)) as one op: the ReLU is applied in the
+// normalisation's pass and its gradient in the backward's passes (the values and gradients
+// of ag::relu after ag::batch_norm).
 Variable batch_norm(const Variable& x, const Variable& weight, const Variable& bias, double eps = 1e-5,
-                    Tensor* batch_mean = nullptr, Tensor* batch_var = nullptr);
+                    Tensor* batch_mean = nullptr, Tensor* batch_var = nullptr, bool relu = false);
 
 // shift and center may be undefined (0).
 Variable channel_affine(const Variable& x, const Variable& scale, const Variable& shift, const Tensor& center = {});

@@ -89,6 +89,11 @@ public:
     Variable forward(const Variable& x) override;
     std::string repr() const override;
     BatchNorm& to(DType dtype) { Module::to(dtype); return *this; }
+    // Followed by a ReLU, fused: relu(batch_norm(x)) in training as one op on the tape
+    // (ag::batch_norm with relu: the ReLU costs no pass of its own, forward or backward).
+    // In place of a separate nn::ReLU after the layer; the values and gradients are the same.
+    BatchNorm& with_relu(bool on = true) { relu_ = on; return *this; }
+    bool has_relu() const { return relu_; }
     const Tensor& running_mean() { return buffer("running_mean"); }
     const Tensor& running_var() { return buffer("running_var"); }
     std::int64_t num_batches_tracked() { return static_cast<std::int64_t>(buffer("num_batches_tracked").item()); }
@@ -104,6 +109,7 @@ protected:
 private:
     std::int64_t C_;
     double eps_, momentum_;
+    bool relu_ = false;
 };
 
 // The batch-statistics normalisation BatchNorm computes in training mode, one fused op on the
@@ -115,10 +121,11 @@ private:
 // `across`, when given, sums a per-channel partial statistic over the processes of a
 // data-parallel run (differentiably; dist::all_reduce_sum): the mean and the variance are
 // then those of the global batch, the union of every process's x (SyncBatchNorm), computed
-// with the plain differentiable ops.
+// with the plain differentiable ops. With `relu`, relu of the result (fused without `across`).
 Variable batch_norm_train(const Variable& x, const Variable& weight, const Variable& bias, double eps = 1e-5,
                           Tensor* batch_mean = nullptr, Tensor* batch_var = nullptr,
-                          const std::function<Variable(const Variable&)>& across = {}, std::int64_t* count = nullptr);
+                          const std::function<Variable(const Variable&)>& across = {}, std::int64_t* count = nullptr,
+                          bool relu = false);
 // The evaluation-mode form with given statistics ([C] tensors): ag::channel_affine with the
 // scale weight/√(var + eps), the shift bias and the center mean.
 Variable batch_norm_eval(const Variable& x, const Tensor& mean, const Tensor& var, const Variable& weight,
