@@ -87,7 +87,10 @@ public:
         if (last_ && last_->key == key) return *last_;
         for (const std::unique_ptr<RunLists>& e : entries_)
             if (e->key == key) return *(last_ = e.get());
-        if (runs() > kMaxRuns) entries_.clear();
+        if (runs_ > kMaxRuns) {
+            entries_.clear();
+            runs_ = 0;
+        }
         auto e = std::make_unique<RunLists>();
         e->key = key;
         e->taps.resize(static_cast<std::size_t>(taps));
@@ -96,15 +99,13 @@ public:
         return *(last_ = entries_.back().get());
     }
 
+    // Counts the runs of a list just made.
+    void added(std::int64_t runs) { runs_ += runs; }
+
 private:
-    std::int64_t runs() const {
-        std::int64_t n = 0;
-        for (const std::unique_ptr<RunLists>& e : entries_)
-            for (const std::vector<vec::LaneRun>& t : e->taps) n += static_cast<std::int64_t>(t.size());
-        return n;
-    }
     std::vector<std::unique_ptr<RunLists>> entries_;
     RunLists* last_ = nullptr;
+    std::int64_t runs_ = 0;
 };
 
 // Everything list_segments' result depends on.
@@ -141,6 +142,7 @@ void im2col_ncx(const ConvGeometry& g, const T* x, const ColTile& tile, std::int
         if (!lists.built[kf]) {
             list_segments(ax, tile, static_cast<std::int64_t>(kf), c0, c1, cl, lists.taps[kf]);
             lists.built[kf] = 1;
+            cache.added(static_cast<std::int64_t>(lists.taps[kf].size()));
         }
         return lists.taps[kf];
     };
