@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "tapegrad/core/workspace.hpp"
 #include "tapegrad/ops/conv_geometry.hpp"
 
 namespace tg::testing {
@@ -22,6 +23,16 @@ struct ConvConfig {
     std::int64_t N, G, Ig, Og;
     std::vector<Axis> axes;
     std::int64_t budget = std::int64_t{64} << 20;  // conv workspace bytes
+};
+
+// Sets the workspace budget for a scope (a row's `budget`: small budgets force the kernels
+// to tile) and restores the previous one, even when a check throws.
+struct WorkspaceGuard {
+    std::int64_t prev = workspace_budget();
+    explicit WorkspaceGuard(std::int64_t bytes) { set_workspace_budget(bytes); }
+    ~WorkspaceGuard() { set_workspace_budget(prev); }
+    WorkspaceGuard(const WorkspaceGuard&) = delete;
+    WorkspaceGuard& operator=(const WorkspaceGuard&) = delete;
 };
 
 inline const std::vector<ConvConfig>& conv_table() {

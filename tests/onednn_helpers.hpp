@@ -18,11 +18,6 @@ namespace tg::onednn_test {
 
 using IntList = std::vector<std::int64_t>;
 
-// Restores the default conv workspace even when a check throws.
-struct WorkspaceGuard {
-    explicit WorkspaceGuard(std::int64_t bytes) { set_workspace_budget(bytes); }
-    ~WorkspaceGuard() { set_workspace_budget(std::int64_t{64} << 20); }
-};
 
 inline Tensor random_tensor(const Shape& shape, std::mt19937_64& rng, DType dt = DType::f64) {
     std::uniform_real_distribution<double> u(-1.0, 1.0);

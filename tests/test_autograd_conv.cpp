@@ -23,6 +23,7 @@
 using namespace tg;
 using namespace tg::ag;
 using tg::testing::ConvConfig;
+using tg::testing::WorkspaceGuard;
 
 namespace {
 
@@ -37,12 +38,6 @@ Tensor random_tensor(const Shape& s, std::uint64_t seed, DType dt = DType::f64) 
     return Tensor::from(s, v, dt);
 }
 
-// Sets the conv workspace for one row (small budgets force tiling) and restores it.
-struct Budget {
-    std::int64_t prev;
-    explicit Budget(std::int64_t b) : prev(workspace_budget()) { set_workspace_budget(b); }
-    ~Budget() { set_workspace_budget(prev); }
-};
 
 // The shapes here are tiny and the checks run thousands of kernels: one thread avoids
 // paying OpenMP start-up per call (10x faster on a busy 2-core machine).
@@ -96,7 +91,7 @@ TEST_CASE("conv family: gradcheck and adjoint identity over the conv table", "[a
     const auto& table = tg::testing::conv_table();
     for (std::size_t row = 0; row < table.size(); ++row) {
         const ConvConfig& c = table[row];
-        Budget budget(c.budget);
+        const WorkspaceGuard budget(c.budget);
         const Layout layout = row % 3 == 2 ? Layout::NXC : Layout::NCX;
         for (Which w : {Which::Conv, Which::ConvT, Which::ConvBW}) {
             const Case k = make_case(w, c, layout, 100 + row);

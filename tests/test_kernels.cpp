@@ -25,16 +25,11 @@
 using namespace tg;
 using tg::testing::ConvConfig;
 using tg::testing::conv_table;
+using tg::testing::WorkspaceGuard;
 using tg::testing::forward_geometry;
 using tg::testing::transposed_geometry;
 
 namespace {
-
-// Restores the default workspace even when a check throws.
-struct WorkspaceGuard {
-    explicit WorkspaceGuard(std::int64_t bytes) { set_workspace_budget(bytes); }
-    ~WorkspaceGuard() { set_workspace_budget(std::int64_t{64} << 20); }
-};
 
 // Restores the thread count and unforced teams even when a check throws.
 struct TeamGuard {

@@ -19,6 +19,7 @@ using namespace tg;
 using namespace tg::onednn_test;
 using tg::testing::ConvConfig;
 using tg::testing::conv_table;
+using tg::testing::WorkspaceGuard;
 
 namespace {
 
