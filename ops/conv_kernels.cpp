@@ -197,13 +197,11 @@ struct Exec {
     T *x, *o, *w;                // i-side, o-side, weight (roles as in run_conv)
     Buffer<T> col, stage, wk;    // column buffers, staging buffers, the k-major weight (NXC)
     std::vector<PackedA<T>> packed;
-    Step<T> step(T* wm) const { return {p.kind, g, os, x, o, wm, &packed}; }
     OSide<T> os;
 
     Exec(const ConvPlan& plan, const ConvGeometry& geom, T* x_, T* o_, T* w_)
         : p(plan), g(geom), x(x_), o(o_), w(w_), os{geom, geom.out_numel()} {
-        const int col_copies = p.strategy == ConvStrategy::Channels ? 1 : p.buffers;
-        col = Buffer<T>(col_copies * p.col_elems);
+        col = Buffer<T>(p.col_copies() * p.col_elems);
         stage = Buffer<T>(p.buffers * p.stage_elems);
         const std::int64_t R = g.R(), Og = g.Og;
         if (p.k_major) {
@@ -219,6 +217,7 @@ struct Exec {
             for (std::int64_t grp = 0; grp < g.G; ++grp) packed.emplace_back(tr, tr ? R : Og, tr ? Og : R, w + grp * Og * R, R);
     }
     T* wm() { return p.k_major ? wk.data() : w; }  // the weight matrix in the row order of col
+    Step<T> step(T* weight_matrix) const { return {p.kind, g, os, x, o, weight_matrix, &packed}; }
     T* col_of(int id) { return col.empty() ? nullptr : col.data() + id * p.col_elems; }
     T* stage_of(int id) { return stage.empty() ? nullptr : stage.data() + id * p.stage_elems; }
     std::int64_t units() const { return static_cast<std::int64_t>(p.tiles.size()) * g.G; }

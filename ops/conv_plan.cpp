@@ -74,8 +74,7 @@ const char* strategy_name(ConvStrategy s) {
 }
 
 std::int64_t ConvPlan::scratch_elems() const {
-    const int col_copies = strategy == ConvStrategy::Channels ? 1 : buffers;
-    return col_copies * col_elems + buffers * stage_elems + partial_elems;
+    return col_copies() * col_elems + buffers * stage_elems + partial_elems;
 }
 
 ConvPlan plan_conv(ConvKind kind, const ConvGeometry& g, int team, std::int64_t budget, std::size_t elem_bytes,

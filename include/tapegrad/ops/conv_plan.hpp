@@ -62,6 +62,8 @@ struct ConvPlan {
 
     // The kernel writes every element of its result (no zero-filled result needed).
     bool writes_all = false;
+    // Copies of the column buffer: one per staging buffer, but one shared (split by rows) for Channels.
+    int col_copies() const { return strategy == ConvStrategy::Channels ? 1 : buffers; }
     // Elements of scratch the executor allocates for this plan: the column and staging
     // buffers (within the budget, unless a tile is down to one column) and the partial
     // gradients (within a quarter of the budget, on top). Not counted: the packed weights
