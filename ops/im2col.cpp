@@ -69,51 +69,102 @@ void list_segments(const Axes& ax, const ColTile& tile, std::int64_t kf, std::in
     });
 }
 
-// The run lists of one (geometry, tile shape, columns, layout): one list per tap, made on
-// first use.
-struct RunLists {
-    std::vector<std::int64_t> key;
-    std::vector<std::vector<vec::LaneRun>> taps;
-    std::vector<char> built;
-};
-
-// Each thread's run lists, kept across calls; emptied once they pass kMaxRuns runs (about
+// Run lists kept per thread across calls, keyed by everything they depend on (a training
+// loop asks for the same ones every step). Emptied once they pass kMaxRuns runs (about
 // 10 MiB), so a program that goes through many geometries keeps only its recent ones.
-class RunListCache {
+template <class V>
+class RunCache {
 public:
     static constexpr std::int64_t kMaxRuns = std::int64_t{1} << 18;
 
-    RunLists& find(const std::vector<std::int64_t>& key, std::int64_t taps) {
-        if (last_ && last_->key == key) return *last_;
-        for (const std::unique_ptr<RunLists>& e : entries_)
-            if (e->key == key) return *(last_ = e.get());
+    // The entry of `key`, and whether it is new (then empty: the caller fills it).
+    V& find(const std::vector<std::int64_t>& key, bool& fresh) {
+        fresh = false;
+        if (last_ && last_->first == key) return last_->second;
+        for (const std::unique_ptr<Entry>& e : entries_)
+            if (e->first == key) return (last_ = e.get())->second;
         if (runs_ > kMaxRuns) {
             entries_.clear();
             runs_ = 0;
         }
-        auto e = std::make_unique<RunLists>();
-        e->key = key;
-        e->taps.resize(static_cast<std::size_t>(taps));
-        e->built.assign(static_cast<std::size_t>(taps), 0);
-        entries_.push_back(std::move(e));
-        return *(last_ = entries_.back().get());
+        fresh = true;
+        entries_.push_back(std::make_unique<Entry>(key, V{}));
+        return (last_ = entries_.back().get())->second;
     }
-
     // Counts the runs of a list just made.
     void added(std::int64_t runs) { runs_ += runs; }
 
 private:
-    std::vector<std::unique_ptr<RunLists>> entries_;
-    RunLists* last_ = nullptr;
+    using Entry = std::pair<std::vector<std::int64_t>, V>;
+    std::vector<std::unique_ptr<Entry>> entries_;
+    Entry* last_ = nullptr;
     std::int64_t runs_ = 0;
 };
+
+// im2col's lists of one (geometry, tile shape, columns, layout): one per tap, made on first use.
+struct TapLists {
+    std::vector<std::vector<vec::LaneRun>> taps;
+    std::vector<char> built;
+};
+
+// The geometry's part of a key: everything an Axes walk depends on.
+void geometry_key(const Axes& ax, std::vector<std::int64_t>& key) {
+    key.insert(key.end(), {ax.D, ax.Ctot});
+    for (const std::int64_t* a : {ax.X, ax.Y, ax.K, ax.s, ax.d, ax.pb}) key.insert(key.end(), a, a + ax.D);
+}
+
+// col2im's runs for one (geometry, tile positions, columns): every plane of the tile takes
+// the same runs (tap, positions -> i-side positions), and the band of the phase-major plane
+// they reach.
+struct PlaneRuns {
+    std::vector<vec::Run> runs;
+    PhasePlane::Band band{};
+};
+
+PlaneRuns plane_runs(const Axes& ax, const PhasePlane& pp, const ColTile& tile, std::int64_t cols) {
+    PlaneRuns pr;
+    std::int64_t k[kMaxD];
+    for (std::int64_t kf = 0; kf < ax.Kn; ++kf) {
+        ax.unravel(kf, ax.K, k);
+        const Axes::Window win = ax.last_axis_window(k[ax.D - 1] * ax.d[ax.D - 1] - ax.pb[ax.D - 1]);
+        ax.for_runs(tile.p0, tile.p1, k, [&](std::int64_t at, std::int64_t len, bool ok, std::int64_t off, std::int64_t a0,
+                                             std::int64_t kbase) {
+            if (!ok) return;
+            std::int64_t lo, hi;
+            win.clip(a0, len, lo, hi);
+            if (lo < hi) pr.runs.push_back({kf * cols + at + lo, off + pp.phase_index(a0 + lo, kbase), hi - lo});
+        });
+    }
+    // The part of the plane the runs reach: a tile of part of an image reaches a band of rows
+    // (and within one o-side row, a range of the last axis); only that band of the
+    // phase-major copy is zeroed and added back.
+    pr.band = pp.whole();
+    if (!pp.identity) {
+        std::int64_t lo = ax.Xn, hi = 0;
+        for (const vec::Run& r : pr.runs) {
+            lo = std::min(lo, r.dst);
+            hi = std::max(hi, r.dst + r.len);
+        }
+        PhasePlane::Band& band = pr.band;
+        band.r0 = lo / pp.XL;
+        band.r1 = hi <= lo ? band.r0 : (hi - 1) / pp.XL + 1;
+        const std::int64_t YL = pp.YL, L = ax.D - 1, s = pp.s;
+        if (tile.p0 / YL == (tile.p1 - 1) / YL) {  // one o-side row: i-side positions it reaches, in whole phases
+            const std::int64_t j0 = tile.p0 % YL, j1 = (tile.p1 - 1) % YL;
+            const std::int64_t x0 = std::max<std::int64_t>(0, j0 * s - ax.pb[L]);
+            const std::int64_t x1 = std::min(pp.XL, j1 * s + (ax.K[L] - 1) * ax.d[L] - ax.pb[L] + 1);
+            band.x0 = x0 / s * s;
+            band.x1 = std::min(pp.XL, std::max(band.x0, (x1 + s - 1) / s * s));
+        }
+    }
+    return pr;
+}
 
 // Everything list_segments' result depends on.
 void list_key(const Axes& ax, const ColTile& tile, std::int64_t c0, std::int64_t c1, const PanelLayout& cl,
               std::vector<std::int64_t>& key) {
-    key.clear();
-    key.insert(key.end(), {ax.D, ax.Ctot, tile.nb, tile.p0, tile.p1, c0, c1, cl.ld, cl.panel, cl.panel_stride});
-    for (const std::int64_t* a : {ax.X, ax.Y, ax.K, ax.s, ax.d, ax.pb}) key.insert(key.end(), a, a + ax.D);
+    key.assign({tile.nb, tile.p0, tile.p1, c0, c1, cl.ld, cl.panel, cl.panel_stride});
+    geometry_key(ax, key);
 }
 
 }  // namespace
@@ -132,10 +183,15 @@ void im2col_ncx(const ConvGeometry& g, const T* x, const ColTile& tile, std::int
     // Rows r = i·∏K + kf: each tap's runs are listed once (and kept, see RunListCache), then
     // replayed for each channel.
     const PanelLayout cl = transposing ? PanelLayout{1} : cols;
-    thread_local RunListCache cache;
+    thread_local RunCache<TapLists> cache;
     thread_local std::vector<std::int64_t> key;
     list_key(ax, tile, c0, c1, cl, key);
-    RunLists& lists = cache.find(key, ax.Kn);
+    bool fresh = false;
+    TapLists& lists = cache.find(key, fresh);
+    if (fresh) {
+        lists.taps.resize(static_cast<std::size_t>(ax.Kn));
+        lists.built.assign(static_cast<std::size_t>(ax.Kn), 0);
+    }
     const std::int64_t first_kf = r0 % ax.Kn, nl = std::min(ax.Kn, r1 - r0);
     auto runs_of = [&](std::int64_t l) -> const std::vector<vec::LaneRun>& {  // the runs of row r0 + l's tap
         const std::size_t kf = static_cast<std::size_t>((first_kf + l) % ax.Kn);
@@ -194,45 +250,24 @@ void col2im(const ConvGeometry& g, const T* col, const ColTile& tile, std::int64
     const vec::Kernels<T>& vk = vec::active_kernels<T>();
     const Axes ax(g);
     const std::int64_t Ig = g.Ig, R = g.R(), cols = tile.cols(), W = tile.width();
-    std::int64_t k[kMaxD];
     if (g.layout == Layout::NCX) {
-        // Every plane takes the same runs (tap, positions -> i-side positions), listed once;
-        // with a last-axis stride they land in a phase-major copy of the plane as contiguous
-        // runs, which is added back into the plane in natural order at the end.
+        // Every plane takes the same runs (tap, positions -> i-side positions), listed once
+        // per thread and kept (RunCache); with a last-axis stride they land in a phase-major
+        // copy of the plane as contiguous runs, which is added back into the plane in natural
+        // order at the end.
         const PhasePlane pp(ax);
-        std::vector<vec::Run> runs;
-        for (std::int64_t kf = 0; kf < ax.Kn; ++kf) {
-            ax.unravel(kf, ax.K, k);
-            const Axes::Window win = ax.last_axis_window(k[ax.D - 1] * ax.d[ax.D - 1] - ax.pb[ax.D - 1]);
-            ax.for_runs(tile.p0, tile.p1, k, [&](std::int64_t at, std::int64_t len, bool ok, std::int64_t off,
-                                                 std::int64_t a0, std::int64_t kbase) {
-                if (!ok) return;
-                std::int64_t lo, hi;
-                win.clip(a0, len, lo, hi);
-                if (lo < hi) runs.push_back({kf * cols + at + lo, off + pp.phase_index(a0 + lo, kbase), hi - lo});
-            });
+        thread_local RunCache<PlaneRuns> cache;
+        thread_local std::vector<std::int64_t> key;
+        key.assign({tile.p0, tile.p1, cols});
+        geometry_key(ax, key);
+        bool fresh = false;
+        PlaneRuns& pr = cache.find(key, fresh);
+        if (fresh) {
+            pr = plane_runs(ax, pp, tile, cols);
+            cache.added(static_cast<std::int64_t>(pr.runs.size()));
         }
-        // The part of the plane the runs reach: a tile of part of an image reaches a band of
-        // rows (and within one o-side row, a range of the last axis); only that band of the
-        // phase-major copy is zeroed and added back.
-        PhasePlane::Band band = pp.whole();
-        if (!pp.identity) {
-            std::int64_t lo = ax.Xn, hi = 0;
-            for (const vec::Run& r : runs) {
-                lo = std::min(lo, r.dst);
-                hi = std::max(hi, r.dst + r.len);
-            }
-            band.r0 = lo / pp.XL;
-            band.r1 = hi <= lo ? band.r0 : (hi - 1) / pp.XL + 1;
-            const std::int64_t YL = pp.YL, L = ax.D - 1, s = pp.s;
-            if (tile.p0 / YL == (tile.p1 - 1) / YL) {  // one o-side row: i-side positions it reaches, in whole phases
-                const std::int64_t j0 = tile.p0 % YL, j1 = (tile.p1 - 1) % YL;
-                const std::int64_t x0 = std::max<std::int64_t>(0, j0 * s - ax.pb[L]);
-                const std::int64_t x1 = std::min(pp.XL, j1 * s + (ax.K[L] - 1) * ax.d[L] - ax.pb[L] + 1);
-                band.x0 = x0 / s * s;
-                band.x1 = std::min(pp.XL, std::max(band.x0, (x1 + s - 1) / s * s));
-            }
-        }
+        const std::vector<vec::Run>& runs = pr.runs;
+        const PhasePlane::Band band = pr.band;
         Buffer<T> pm(pp.identity ? 0 : ax.Xn);
         for (std::int64_t ni = ni0; ni < ni1; ++ni)
             for (std::int64_t i = i0; i < i1; ++i) {
