@@ -230,6 +230,7 @@ TEST_CASE("vector functors equal their scalar form bit for bit at every ISA", "[
     check(fn::Sqrt{}, "sqrt");
     check(fn::Rsqrt{}, "rsqrt");
     check(fn::Exp{}, "exp");
+    check(fn::Softplus{}, "softplus");
     check(fn::Clamp<double>{-0.5, 0.75}, "clamp");
 }
 
