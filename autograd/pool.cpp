@@ -55,12 +55,8 @@ std::vector<std::int64_t> window_map(const ConvGeometry& g) {
     return map;
 }
 
-// Pooling computes in compute_dtype (max and gather are exact there; scatter adds in f32
-// and rounds once).
-
-// A team for `work` element visits of a memory-bound pooling loop (one thread below a few
-// hundred thousand).
-int pool_team(std::int64_t work) { return team_size(static_cast<double>(work), 2.5e5); }
+// A team for `work` element visits of a memory-bound pooling loop.
+int pool_team(std::int64_t work) { return team_size(static_cast<double>(work), kTeamMinValues); }
 
 // Position p with value v takes over the window's maximum when nothing was taken yet, or v
 // is larger, or v is a NaN over a number (written as selects without branches: a max of
@@ -102,7 +98,7 @@ std::pair<Tensor, Tensor> max_pool_forward(const Tensor& x, const ConvGeometry& 
         if (2 * g.pad_begin[a] > g.kernel[a] || 2 * g.pad_end[a] > g.kernel[a])
             fail("padding", "max_pool: padding ", g.pad_begin[a], " on axis ", a, " exceeds half the kernel size ",
                  g.kernel[a], " (some window would hold padding only)");
-    const DType ct = compute_dtype(x.dtype());
+    const DType ct = compute_dtype(x.dtype());  // the max is exact there
     const Tensor xc = x.to(ct).contiguous();
     const std::int64_t planes = g.N * g.G, Xn = g.in_numel(), P = g.out_numel(), KN = g.kernel_numel();
     Tensor y = Tensor::empty(g.out_shape(), ct), idx = Tensor::empty(g.out_shape(), DType::i64);
@@ -136,7 +132,7 @@ void gather_kernel(const T* v, T* out, const std::int64_t* idx, std::int64_t pla
 
 Tensor scatter_or_gather(bool scatter, const Tensor& v, const Tensor& idx, const Shape& out_shape, std::int64_t planes,
                          std::int64_t Xn, std::int64_t P) {
-    const DType ct = compute_dtype(v.dtype());
+    const DType ct = compute_dtype(v.dtype());  // gather is exact there; scatter adds in f32 and rounds once
     const Tensor vc = v.to(ct).contiguous();
     Tensor out = Tensor::zeros(out_shape, ct);
     const std::int64_t* ix = idx.data<std::int64_t>();

@@ -28,7 +28,7 @@ Ncs ncs_of(const Shape& s, const char* op) {
 // A team for a memory-bound pass over `numel` values: one thread below a few hundred
 // thousand (a fork and a barrier cost more), and never more threads than channels.
 int team_for(std::int64_t numel, std::int64_t C) {
-    return std::max(1, std::min<int>(team_size(static_cast<double>(numel), 2.5e5), static_cast<int>(C)));
+    return std::max(1, std::min<int>(team_size(static_cast<double>(numel), kTeamMinValues), static_cast<int>(C)));
 }
 
 void check_channels(const std::vector<double>& v, std::int64_t C, const char* what, const char* op) {

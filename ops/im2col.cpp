@@ -43,7 +43,7 @@ void list_segments(const Axes& ax, const ColTile& tile, std::int64_t kf, std::in
     std::int64_t k[kMaxD];
     ax.unravel(kf, ax.K, k);
     const std::int64_t sl = ax.s[ax.D - 1], image = ax.Ctot * ax.Xn;
-    const Axes::Window win = ax.last_axis_window(k[ax.D - 1] * ax.d[ax.D - 1] - ax.pb[ax.D - 1]);
+    const Axes::Window win = ax.last_axis_window(ax.last_axis_base(k));
     // The runs cover columns c0, c0 + 1, ... in order, so the panel of the next column and
     // the place in it are counted along instead of divided out.
     std::int64_t panel = 0, in_panel = 0;
@@ -126,7 +126,7 @@ PlaneRuns plane_runs(const Axes& ax, const PhasePlane& pp, const ColTile& tile, 
     std::int64_t k[kMaxD];
     for (std::int64_t kf = 0; kf < ax.Kn; ++kf) {
         ax.unravel(kf, ax.K, k);
-        const Axes::Window win = ax.last_axis_window(k[ax.D - 1] * ax.d[ax.D - 1] - ax.pb[ax.D - 1]);
+        const Axes::Window win = ax.last_axis_window(ax.last_axis_base(k));
         ax.for_runs(tile.p0, tile.p1, k, [&](std::int64_t at, std::int64_t len, bool ok, std::int64_t off, std::int64_t a0,
                                              std::int64_t kbase) {
             if (!ok) return;
@@ -180,7 +180,7 @@ void im2col_ncx(const ConvGeometry& g, const T* x, const ColTile& tile, std::int
     // (the weight gradient's colᵀ: col's rows become panel columns), made as plain rows and
     // transposed a panel at a time.
     const bool transposing = cols.ld != 1;
-    // Rows r = i·∏K + kf: each tap's runs are listed once (and kept, see RunListCache), then
+    // Rows r = i·∏K + kf: each tap's runs are listed once (and kept, see RunCache), then
     // replayed for each channel.
     const PanelLayout cl = transposing ? PanelLayout{1} : cols;
     thread_local RunCache<TapLists> cache;

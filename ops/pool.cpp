@@ -70,9 +70,9 @@ void max_pool_2d(const ConvGeometry& g, const T* x, T* y, std::int64_t* idx) {
     const simd_pool::Pool2d p{g.in_size[0], g.in_size[1], g.out_size[0], g.out_size[1], g.kernel[0], g.kernel[1],
                               g.stride[0],  g.stride[1],  g.dilation[0], g.dilation[1], g.pad_begin[0], g.pad_begin[1]};
     const std::int64_t planes = g.N * g.G, in = p.H * p.W, out = p.OH * p.OW;
-    // A team only for a few hundred thousand window visits or more (a memory-bound loop);
-    // each thread takes a range of whole planes.
-    const int nt = std::max<int>(1, std::min<std::int64_t>(team_size(static_cast<double>(planes * out * p.KH * p.KW), 2.5e5), planes));
+    // A team only for a memory-bound pass worth one (kTeamMinValues window visits); each
+    // thread takes a range of whole planes.
+    const int nt = std::max<int>(1, std::min<std::int64_t>(team_size(static_cast<double>(planes * out * p.KH * p.KW), kTeamMinValues), planes));
     const simd_pool::Stage st(p);
     Buffer<T> stage(nt * st.elems);  // allocated here: nothing inside the team can fail
     if (nt == 1) {

@@ -101,6 +101,9 @@ std::uint64_t teams_started();
 // The least floating-point work (flops) of a GEMM-based step that is worth a team: about a
 // millisecond on one core. The GEMM split, the conv kernels and the phase form all use it.
 constexpr double kTeamMinFlops = 5.0e7;
+// The same for a memory-bound pass (pooling, batch norm): the least number of values it
+// visits for a team to pay off.
+constexpr double kTeamMinValues = 2.5e5;
 
 // Tests: with `on`, team_size starts a full team whatever the work, so that small cases
 // reach the multi-threaded code paths. A startup-style setting, like set_num_threads.

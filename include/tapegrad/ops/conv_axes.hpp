@@ -64,7 +64,7 @@ struct Axes {
         std::int64_t jm[kMaxD];
         unravel(p0, Y, jm);
         const int L = D - 1;
-        const std::int64_t kbase = k[L] * d[L] - pb[L];
+        const std::int64_t kbase = last_axis_base(k);
         for (std::int64_t j = p0; j < p1;) {
             const std::int64_t len = std::min(Y[L] - jm[L], p1 - j);
             bool ok = true;
@@ -91,6 +91,8 @@ struct Axes {
             hi = std::clamp<std::int64_t>(jmax - a0, lo, len);
         }
     };
+    // Tap k's offset on the last axis: o-side position j reads i-side position j·s + kbase.
+    std::int64_t last_axis_base(const std::int64_t* k) const { return k[D - 1] * d[D - 1] - pb[D - 1]; }
     Window last_axis_window(std::int64_t kbase) const {
         const int L = D - 1;
         const std::int64_t sl = s[L];
