@@ -240,7 +240,7 @@ void Adam::step() {
             const std::int64_t n = value.numel();
             std::int64_t k = 0;
             if constexpr (std::is_same_v<S, C>)  // f32, f64: whole vectors first, the same roundings
-                k = simd_ew::dispatch<C>().active().adam(w, g, m, v, n, {lr, b1, b2, eps, k1, k2, wd, shrink});
+                k = simd_ew::dispatch().active<C>().adam(w, g, m, v, n, {lr, b1, b2, eps, k1, k2, wd, shrink});
             for (; k < n; ++k) {
                 const C p = shrink * IO::load(w[k]);
                 const C d = IO::load(g[k]) + wd * IO::load(w[k]);

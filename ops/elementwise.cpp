@@ -24,14 +24,8 @@ std::int64_t adam_none(T*, const T*, T*, T*, std::int64_t, const AdamStep<T>&) {
 const Kernels<float> f32_scalar = {&binary_none<float>, &binary_scalar_none<float>, &affine_none<float>, &adam_none<float>};
 const Kernels<double> f64_scalar = {&binary_none<double>, &binary_scalar_none<double>, &affine_none<double>,
                                     &adam_none<double>};
-template <>
-const simd::Dispatch<Kernels<float>>& dispatch<float>() {
-    static constexpr simd::Dispatch<Kernels<float>> d{f32_scalar, f32_avx2, f32_avx512};
-    return d;
-}
-template <>
-const simd::Dispatch<Kernels<double>>& dispatch<double>() {
-    static constexpr simd::Dispatch<Kernels<double>> d{f64_scalar, f64_avx2, f64_avx512};
+const simd::TypedDispatch<Kernels>& dispatch() {
+    static const simd::TypedDispatch<Kernels> d{{f32_scalar, f32_avx2, f32_avx512}, {f64_scalar, f64_avx2, f64_avx512}};
     return d;
 }
 }  // namespace simd_ew
@@ -118,7 +112,7 @@ Tensor binary_op(BinaryOp op, const Tensor& a, const Tensor& b) {
         const std::int64_t n = out.numel();
         // The vector kernels of the active set cover the contiguous runs (each lane bit for bit
         // the scalar expression): whole vectors, then the tail.
-        const simd_ew::Kernels<T>& vk = simd_ew::dispatch<T>().active();
+        const simd_ew::Kernels<T>& vk = simd_ew::dispatch().active<T>();
         if (a.shape() == b.shape()) {
             std::int64_t k = vk.binary(vector_op(op), pa, pb, po, n);
             for (; k < n; ++k) po[k] = apply_binary(op, pa[k], pb[k]);
@@ -191,7 +185,7 @@ Tensor affine(const Tensor& x, double scale, double shift) {
         T* po = out.data<T>();
         const T s = static_cast<T>(scale), b = static_cast<T>(shift);
         const std::int64_t n = out.numel();
-        std::int64_t k = simd_ew::dispatch<T>().active().affine(px, s, b, po, n);  // whole vectors, then the tail
+        std::int64_t k = simd_ew::dispatch().active<T>().affine(px, s, b, po, n);  // whole vectors, then the tail
         for (; k < n; ++k) po[k] = px[k] * s + b;  // this unit has no -mfma: the product is rounded, as in the kernels
     });
     return out.to(x.dtype());

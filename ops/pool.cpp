@@ -59,14 +59,9 @@ const Kernels<double> f64_scalar = {&max_pool_2d_scalar<double>};
 
 template <class T>
 void max_pool_2d(const ConvGeometry& g, const T* x, T* y, std::int64_t* idx) {
-    static const simd::Dispatch<simd_pool::Kernels<float>> f32{simd_pool::f32_scalar, simd_pool::f32_avx2,
-                                                               simd_pool::f32_avx512};
-    static const simd::Dispatch<simd_pool::Kernels<double>> f64{simd_pool::f64_scalar, simd_pool::f64_avx2,
-                                                                simd_pool::f64_avx512};
-    const simd_pool::Kernels<T>& k = [&]() -> const simd_pool::Kernels<T>& {
-        if constexpr (sizeof(T) == 4) return f32.active();
-        else return f64.active();
-    }();
+    static const simd::TypedDispatch<simd_pool::Kernels> d{{simd_pool::f32_scalar, simd_pool::f32_avx2, simd_pool::f32_avx512},
+                                                            {simd_pool::f64_scalar, simd_pool::f64_avx2, simd_pool::f64_avx512}};
+    const simd_pool::Kernels<T>& k = d.active<T>();
     const simd_pool::Pool2d p{g.in_size[0], g.in_size[1], g.out_size[0], g.out_size[1], g.kernel[0], g.kernel[1],
                               g.stride[0],  g.stride[1],  g.dilation[0], g.dilation[1], g.pad_begin[0], g.pad_begin[1]};
     const std::int64_t planes = g.N * g.G, in = p.H * p.W, out = p.OH * p.OW;

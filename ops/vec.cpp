@@ -69,10 +69,8 @@ const Kernels<double> f64_scalar = scalar_table<double>();
 
 template <class T>
 const Kernels<T>& active_kernels() {
-    static const simd::Dispatch<Kernels<float>> f32{f32_scalar, f32_avx2, f32_avx512};
-    static const simd::Dispatch<Kernels<double>> f64{f64_scalar, f64_avx2, f64_avx512};
-    if constexpr (sizeof(T) == 4) return f32.active();
-    else return f64.active();
+    static const simd::TypedDispatch<Kernels> d{{f32_scalar, f32_avx2, f32_avx512}, {f64_scalar, f64_avx2, f64_avx512}};
+    return d.active<T>();
 }
 template const Kernels<float>& active_kernels<float>();
 template const Kernels<double>& active_kernels<double>();

@@ -458,8 +458,8 @@ TEST_CASE("element-wise kernel tables write exactly the whole vectors they repor
     for (simd::Isa isa : vector_isas()) {
         simd::force(isa);
         for (std::int64_t n : kSizes) {
-            check_kernel_coverage(simd_ew::dispatch<float>().on(isa), n);
-            check_kernel_coverage(simd_ew::dispatch<double>().on(isa), n);
+            check_kernel_coverage(simd_ew::dispatch().on<float>(isa), n);
+            check_kernel_coverage(simd_ew::dispatch().on<double>(isa), n);
         }
     }
 }

@@ -4,6 +4,7 @@
 // *.avx512.cpp get the matching compiler flags) and reached through one mechanism, Dispatch.
 #pragma once
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace tg::simd {
@@ -41,6 +42,21 @@ public:
 
 private:
     const Table* tables_[3];  // indexed by Isa
+};
+
+// A family whose tables are per element type as well (Table<float>, Table<double>): one
+// Dispatch for each; on<T>(isa) and active<T>() pick T's.
+template <template <class> class Table>
+struct TypedDispatch {
+    Dispatch<Table<float>> f32;
+    Dispatch<Table<double>> f64;
+    template <class T>
+    const Table<T>& on(Isa isa) const {
+        if constexpr (std::is_same_v<T, float>) return f32.on(isa);
+        else return f64.on(isa);
+    }
+    template <class T>
+    const Table<T>& active() const { return on<T>(simd::active()); }
 };
 
 }  // namespace tg::simd

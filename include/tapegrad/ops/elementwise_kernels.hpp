@@ -41,9 +41,8 @@ std::int64_t map_avx512(const F& f, const T* x, T* out, std::int64_t n);
 extern const Kernels<float> f32_avx2, f32_avx512, f32_scalar;  // the scalar tables do nothing (count 0)
 extern const Kernels<double> f64_avx2, f64_avx512, f64_scalar;
 
-// The tables of T, for simd::Dispatch (ops/elementwise.cpp).
-template <class T>
-const simd::Dispatch<Kernels<T>>& dispatch();
+// The tables of every set and element type (ops/elementwise.cpp): dispatch().active<T>().
+const simd::TypedDispatch<Kernels>& dispatch();
 
 // The map of functor F on T as a one-entry table per set (the scalar entry maps nothing).
 template <class F, class T>
