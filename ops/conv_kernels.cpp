@@ -10,6 +10,7 @@
 #include "tapegrad/core/workspace.hpp"
 #include "tapegrad/ops/conv_direct.hpp"
 #include "tapegrad/ops/conv_phases.hpp"
+#include "tapegrad/ops/conv_small.hpp"
 #include "tapegrad/ops/im2col.hpp"
 
 #include <omp.h>
@@ -375,7 +376,7 @@ namespace detail {
 
 ConvPlan plan_call(ConvKind kind, const ConvGeometry& g, DType ct) {
     return plan_conv(kind, g, team_size(2.0 * g.macs(), kTeamMinFlops), workspace_budget(), dtype_size(ct),
-                     transposed_algo());
+                     transposed_algo(), small_conv());
 }
 
 template <class T>
@@ -394,6 +395,17 @@ void run_conv(const ConvPlan& p, const ConvGeometry& g, const T* a, const T* b, 
             }
             return;
         case ConvStrategy::Phases: conv_transposed_phases<T>(g, o, w, x); return;
+        case ConvStrategy::Small: {
+            const bool done = k == ConvKind::Forward      ? (small_forward<T>(g, x, w, o, p.team), true)
+                              : k == ConvKind::Transposed ? small_transposed<T>(g, o, w, x, p.team)
+                                                          : small_weight_grad<T>(g, x, o, w, p.team);
+            if (done) return;
+            // Declined (a non-finite operand, see conv_small.hpp): the GEMM path, on a zeroed result.
+            if (k == ConvKind::Transposed) std::fill_n(x, g.N * g.G * g.Ig * g.in_numel(), T(0));
+            run_conv<T>(plan_conv(k, g, p.team, workspace_budget(), sizeof(T), TransposedAlgo::Col2im, SmallConv::Never), g,
+                        a, b, out);
+            return;
+        }
         default: break;
     }
     Exec<T> e(p, g, x, o, w);

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "tapegrad/core/env.hpp"
+#include "tapegrad/ops/conv_small.hpp"
 
 namespace tg {
 
@@ -21,6 +22,28 @@ TransposedAlgo initial_transposed_algo() {
 std::atomic<TransposedAlgo>& transposed_setting() {
     static std::atomic<TransposedAlgo> s{initial_transposed_algo()};
     return s;
+}
+SmallConv initial_small_conv() {
+    const std::optional<std::string> e = env::choice("TAPEGRAD_SMALL_CONV", {"auto", "never", "always"});
+    return !e || *e == "auto" ? SmallConv::Auto : *e == "never" ? SmallConv::Never : SmallConv::Always;
+}
+std::atomic<SmallConv>& small_setting() {
+    static std::atomic<SmallConv> s{initial_small_conv()};
+    return s;
+}
+
+// The rule for the small-channel kernels: NCX, and one image's grids within a quarter of
+// a core's L2; then where the GEMM is thinnest. Forward and transposed: at most kSmallOg
+// o-side and kSmallIg i-side channels per group (the GEMM's M and K, or K and M/∏K); the
+// weight gradient: at most kSmallR = Ig·∏K (the GEMM's N). bench/RESULTS.md has the
+// layers measured both ways behind the numbers.
+bool small_fits(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, TransposedAlgo algo, SmallConv mode) {
+    if (g.layout != Layout::NCX || mode == SmallConv::Never) return false;
+    if (kind == ConvKind::Transposed && algo != TransposedAlgo::Auto) return false;
+    if (mode == SmallConv::Always) return true;
+    if (PhaseGrid(g).image_bytes(g, static_cast<std::int64_t>(elem_bytes)) > kTileCacheBytes / 4) return false;
+    if (kind == ConvKind::WeightGrad) return g.R() <= kSmallR;
+    return g.Og <= kSmallOg && g.Ig <= kSmallIg;
 }
 
 // Columns per tile: buffers of about a core's L2 per thread (tiles do not grow with N, so
@@ -57,10 +80,13 @@ std::vector<ColTile> make_tiles(std::int64_t N, std::int64_t P, std::int64_t col
 
 void set_transposed_algo(TransposedAlgo algo) { transposed_setting() = algo; }
 TransposedAlgo transposed_algo() { return transposed_setting(); }
+void set_small_conv(SmallConv mode) { small_setting() = mode; }
+SmallConv small_conv() { return small_setting(); }
 
 const char* strategy_name(ConvStrategy s) {
     switch (s) {
         case ConvStrategy::Depthwise: return "depthwise";
+        case ConvStrategy::Small: return "small";
         case ConvStrategy::Phases: return "phases";
         case ConvStrategy::Serial: return "serial";
         case ConvStrategy::Units: return "units";
@@ -78,13 +104,19 @@ std::int64_t ConvPlan::scratch_elems() const {
 }
 
 ConvPlan plan_conv(ConvKind kind, const ConvGeometry& g, int team, std::int64_t budget, std::size_t elem_bytes,
-                   TransposedAlgo algo) {
+                   TransposedAlgo algo, SmallConv small) {
     ConvPlan p;
     p.kind = kind;
     const bool nxc = g.layout == Layout::NXC;
     if (g.Ig == 1 && g.Og == 1) {  // depthwise: no GEMM worth the name
         p.strategy = ConvStrategy::Depthwise;
         p.writes_all = kind == ConvKind::Transposed && !nxc;
+        return p;
+    }
+    if (small_fits(kind, g, elem_bytes, algo, small)) {
+        p.strategy = ConvStrategy::Small;
+        p.team = std::max(1, team);
+        p.writes_all = kind != ConvKind::WeightGrad;
         return p;
     }
     if (kind == ConvKind::Transposed && !nxc && algo == TransposedAlgo::Phases) {

@@ -11,6 +11,7 @@
 
 #include "tapegrad/core/workspace.hpp"
 #include "tapegrad/ops/conv_geometry.hpp"
+#include "tapegrad/ops/conv_plan.hpp"
 
 namespace tg::testing {
 
@@ -34,6 +35,23 @@ struct WorkspaceGuard {
     WorkspaceGuard(const WorkspaceGuard&) = delete;
     WorkspaceGuard& operator=(const WorkspaceGuard&) = delete;
 };
+
+// Sets whether small-channel layers take the direct kernels (tapegrad/ops/conv_small.hpp)
+// for a scope, and restores the setting, even when a check throws.
+struct SmallConvGuard {
+    SmallConv prev = small_conv();
+    explicit SmallConvGuard(SmallConv mode) { set_small_conv(mode); }
+    ~SmallConvGuard() { set_small_conv(prev); }
+    SmallConvGuard(const SmallConvGuard&) = delete;
+    SmallConvGuard& operator=(const SmallConvGuard&) = delete;
+};
+
+// Both ways of running an NCX layer that is not depthwise: the GEMM paths and the direct kernels.
+inline const std::vector<SmallConv>& both_paths() {
+    static const std::vector<SmallConv> m = {SmallConv::Never, SmallConv::Always};
+    return m;
+}
+inline const char* path_name(SmallConv m) { return m == SmallConv::Always ? " (direct)" : " (gemm)"; }
 
 inline const std::vector<ConvConfig>& conv_table() {
     static const std::vector<ConvConfig> t = {

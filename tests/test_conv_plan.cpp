@@ -53,7 +53,7 @@ TEST_CASE("conv plan: a forward layer worked out by hand", "[conv_plan]") {
     // 32 bytes; a tile may take 1 MiB / 32 = 32768 columns = 32 images, so one tile would
     // do, made a multiple of the team: 2 tiles of 2 images, one unit per thread.
     const ConvGeometry g = conv2d(4, 3, 8, 32, 3);
-    const ConvPlan p = plan_conv(ConvKind::Forward, g, 2, kDefaultBudget, 4, TransposedAlgo::Auto);
+    const ConvPlan p = plan_conv(ConvKind::Forward, g, 2, kDefaultBudget, 4, TransposedAlgo::Auto, SmallConv::Never);
     CHECK(p.strategy == ConvStrategy::Units);
     CHECK(p.team == 2);
     REQUIRE(p.tiles.size() == 2);
@@ -67,7 +67,7 @@ TEST_CASE("conv plan: a forward layer worked out by hand", "[conv_plan]") {
     CHECK(p.scratch_elems() == 2 * 8 * 2048);
 
     // The same layer on one thread: one tile of all four images.
-    const ConvPlan p1 = plan_conv(ConvKind::Forward, g, 1, kDefaultBudget, 4, TransposedAlgo::Auto);
+    const ConvPlan p1 = plan_conv(ConvKind::Forward, g, 1, kDefaultBudget, 4, TransposedAlgo::Auto, SmallConv::Never);
     CHECK(p1.strategy == ConvStrategy::Serial);
     REQUIRE(p1.tiles.size() == 1);
     CHECK(p1.tiles[0].nb == 4);
@@ -112,12 +112,49 @@ TEST_CASE("conv plan: the direct strategies", "[conv_plan]") {
                     .writes_all);
     const ConvGeometry g = conv2d(2, 4, 6, 10, 3);
     CHECK(plan_conv(ConvKind::Transposed, g, 2, kDefaultBudget, 4, TransposedAlgo::Phases).strategy == ConvStrategy::Phases);
+    CHECK(plan_conv(ConvKind::Forward, g, 2, kDefaultBudget, 4, TransposedAlgo::Phases).strategy == ConvStrategy::Small);
     CHECK(plan_conv(ConvKind::Transposed, g, 2, kDefaultBudget, 4, TransposedAlgo::Col2im).strategy != ConvStrategy::Phases);
     // The phase form is NCX only, and only for the transposed kernel.
     CHECK(plan_conv(ConvKind::Transposed, conv2d(2, 4, 6, 10, 3, 1, Layout::NXC), 2, kDefaultBudget, 4,
                     TransposedAlgo::Phases)
               .strategy != ConvStrategy::Phases);
-    CHECK(plan_conv(ConvKind::Forward, g, 2, kDefaultBudget, 4, TransposedAlgo::Phases).strategy != ConvStrategy::Phases);
+    CHECK(plan_conv(ConvKind::Forward, g, 2, kDefaultBudget, 4, TransposedAlgo::Phases, SmallConv::Never).strategy !=
+          ConvStrategy::Phases);
+}
+
+TEST_CASE("conv plan: the small-channel rule", "[conv_plan]") {
+    const std::vector<ConvKind> kinds = {ConvKind::Forward, ConvKind::Transposed, ConvKind::WeightGrad};
+    auto plan = [](ConvKind k, const ConvGeometry& g, SmallConv m = SmallConv::Auto,
+                   TransposedAlgo a = TransposedAlgo::Auto) { return plan_conv(k, g, 2, kDefaultBudget, 4, a, m); };
+    // The classifier example's layers (1 -> 16 and 16 -> 32 channels, 3x3 pad 1, 28x28 and
+    // 14x14, 64 images): the first everywhere (its weight gradient's GEMM is 9 columns
+    // wide); the second forward and transposed, its weight gradient (R = 144) by GEMM.
+    const ConvGeometry c1 = conv2d(64, 1, 16, 28, 3), c2 = conv2d(64, 16, 32, 14, 3);
+    for (ConvKind k : kinds) {
+        const ConvPlan p = plan(k, c1);
+        CHECK(p.strategy == ConvStrategy::Small);
+        CHECK(p.team == 2);
+        CHECK(p.tiles.empty());
+        CHECK(p.writes_all == (k != ConvKind::WeightGrad));
+        CHECK(p.scratch_elems() == 0);
+    }
+    CHECK(plan(ConvKind::Forward, c2).strategy == ConvStrategy::Small);
+    CHECK(plan(ConvKind::Transposed, c2).strategy == ConvStrategy::Small);
+    CHECK(plan(ConvKind::WeightGrad, c2).strategy != ConvStrategy::Small);
+    // More channels than the rule's limits on either side: the GEMM paths.
+    for (const ConvGeometry& g : {conv2d(16, 3, 64, 32, 4), conv2d(16, 32, 32, 16, 3), conv2d(8, 17, 8, 16, 3)})
+        for (ConvKind k : kinds) CHECK(plan(k, g).strategy != ConvStrategy::Small);
+    // One image's grids past a quarter of L2 (16 + 32 channels of 128 x 128 floats).
+    CHECK(plan(ConvKind::Forward, conv2d(2, 16, 32, 128, 3)).strategy != ConvStrategy::Small);
+    for (ConvKind k : kinds) {
+        CHECK(plan(k, c1, SmallConv::Never).strategy != ConvStrategy::Small);
+        CHECK(plan(k, conv2d(2, 64, 64, 64, 3), SmallConv::Always).strategy == ConvStrategy::Small);
+        CHECK(plan(k, conv2d(64, 1, 16, 28, 3, 1, Layout::NXC)).strategy != ConvStrategy::Small);  // NCX only
+        CHECK(plan(k, conv2d(2, 8, 8, 10, 3, 8), SmallConv::Always).strategy == ConvStrategy::Depthwise);
+    }
+    // A transposed algorithm asked for by name wins.
+    CHECK(plan(ConvKind::Transposed, c1, SmallConv::Always, TransposedAlgo::Col2im).strategy != ConvStrategy::Small);
+    CHECK(plan(ConvKind::Transposed, c1, SmallConv::Auto, TransposedAlgo::Phases).strategy == ConvStrategy::Phases);
 }
 
 TEST_CASE("conv plan: every plan of the conv table keeps the rules", "[conv_plan]") {
@@ -130,7 +167,7 @@ TEST_CASE("conv plan: every plan of the conv table keeps the rules", "[conv_plan
                         for (std::int64_t budget : {c.budget, std::int64_t{256}, kDefaultBudget})
                             for (std::size_t eb : {std::size_t{4}, std::size_t{8}}) {
                                 const ConvGeometry g = tr ? transposed_geometry(c, layout) : forward_geometry(c, layout);
-                                const ConvPlan p = plan_conv(kind, g, team, budget, eb, TransposedAlgo::Auto);
+                                const ConvPlan p = plan_conv(kind, g, team, budget, eb, TransposedAlgo::Auto, SmallConv::Never);
                                 const std::string what = c.name + (layout == Layout::NXC ? " NXC" : " NCX") +
                                                          (tr ? " transposed" : " forward") + " kind " +
                                                          std::to_string(static_cast<int>(kind)) + " team " +

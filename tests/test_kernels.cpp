@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <sstream>
 
@@ -26,6 +27,9 @@ using namespace tg;
 using tg::testing::ConvConfig;
 using tg::testing::conv_table;
 using tg::testing::WorkspaceGuard;
+using tg::testing::SmallConvGuard;
+using tg::testing::both_paths;
+using tg::testing::path_name;
 using tg::testing::forward_geometry;
 using tg::testing::transposed_geometry;
 
@@ -62,6 +66,15 @@ double dot(const Tensor& a, const Tensor& b) {
     double s = 0;
     for (std::size_t i = 0; i < x.size(); ++i) s += x[i] * y[i];
     return s;
+}
+
+// Elements with |got − want| > factor·scale + tiny.
+std::size_t out_of_tolerance(const Tensor& got, const Tensor& want, const Tensor& scale, double factor) {
+    const std::vector<double> g = got.values(), w = want.values(), s = scale.values();
+    std::size_t bad = 0;
+    for (std::size_t i = 0; i < g.size(); ++i)
+        if (!(std::fabs(g[i] - w[i]) <= factor * s[i] + 1e-300)) ++bad;
+    return bad;
 }
 
 // |got − want| ≤ factor·scale + tiny, elementwise; reports the worst element.
@@ -154,13 +167,16 @@ void check_adjoint(const ConvGeometry& g, DType dt, std::mt19937_64& rng, const 
 
 TEST_CASE("conv kernels match the direct-loop reference on every table row", "[kernels]") {
     std::mt19937_64 rng(20240611);
-    for (const ConvConfig& c : conv_table()) {
-        const WorkspaceGuard ws(c.budget);
-        for (Layout layout : {Layout::NCX, Layout::NXC}) {
-            for (DType dt : {DType::f64, DType::f32}) {
-                check_against_reference(forward_geometry(c, layout), dt, rng, describe(c, layout, dt) + " forward_geometry");
-                check_against_reference(transposed_geometry(c, layout), dt, rng,
-                                        describe(c, layout, dt) + " transposed_geometry");
+    for (SmallConv path : both_paths()) {
+        const SmallConvGuard sc(path);
+        for (const ConvConfig& c : conv_table()) {
+            const WorkspaceGuard ws(c.budget);
+            for (Layout layout : {Layout::NCX, Layout::NXC}) {
+                for (DType dt : {DType::f64, DType::f32}) {
+                    const std::string what = describe(c, layout, dt) + path_name(path);
+                    check_against_reference(forward_geometry(c, layout), dt, rng, what + " forward_geometry");
+                    check_against_reference(transposed_geometry(c, layout), dt, rng, what + " transposed_geometry");
+                }
             }
         }
     }
@@ -188,19 +204,23 @@ TEST_CASE("both transposed algorithms (col2im, stride phases) match the referenc
 }
 
 TEST_CASE("f32 and bf16 kernels match the reference at every SIMD instruction set the CPU has", "[kernels][simd]") {
-    const simd::Isa before = simd::active();
+    const tg::testing::IsaGuard restore;
     std::mt19937_64 rng(77);
     for (simd::Isa isa : tg::testing::tested_isas()) {
         simd::force(isa);
-        for (const ConvConfig& c : conv_table()) {
-            const WorkspaceGuard ws(c.budget);
-            for (Layout layout : {Layout::NCX, Layout::NXC})
-                for (DType dt : {DType::f32, DType::bf16})
-                    check_against_reference(transposed_geometry(c, layout), dt, rng,
-                                            describe(c, layout, dt) + " at " + simd::isa_name(isa));
+        for (SmallConv path : both_paths()) {
+            const SmallConvGuard sc(path);
+            for (const ConvConfig& c : conv_table()) {
+                const WorkspaceGuard ws(c.budget);
+                for (Layout layout : {Layout::NCX, Layout::NXC}) {
+                    if (layout == Layout::NXC && path == SmallConv::Always) continue;  // the same GEMM path
+                    for (DType dt : {DType::f32, DType::bf16})
+                        check_against_reference(transposed_geometry(c, layout), dt, rng,
+                                                describe(c, layout, dt) + " at " + simd::isa_name(isa) + path_name(path));
+                }
+            }
         }
     }
-    simd::force(before);
 }
 
 // Bitwise for f32 (tapegrad's GEMM sums every element in the same order however the work is
@@ -210,7 +230,9 @@ TEST_CASE("f32 and bf16 kernels match the reference at every SIMD instruction se
 TEST_CASE("thread teams (forced on small cases) give the results of one thread", "[kernels][threads]") {
     const TeamGuard restore;
     std::mt19937_64 rng(99);
+    for (SmallConv path : both_paths())
     for (const ConvConfig& c : conv_table()) {
+        const SmallConvGuard sc(path);
         const WorkspaceGuard ws(c.budget);
         for (Layout layout : {Layout::NCX, Layout::NXC})
             for (DType dt : {DType::f64, DType::f32})
@@ -228,8 +250,9 @@ TEST_CASE("thread teams (forced on small cases) give the results of one thread",
                         }
                         runs.push_back(std::move(all));
                     }
-                    INFO(describe(c, layout, dt));
-                    if (dt == DType::f32 && c.budget == (std::int64_t{64} << 20)) {
+                    INFO(describe(c, layout, dt) << path_name(path));
+                    // (The direct kernels' sums do not depend on the team or the budget.)
+                    if (dt == DType::f32 && (c.budget == (std::int64_t{64} << 20) || (path == SmallConv::Always && layout == Layout::NCX))) {
                         CHECK(runs[1] == runs[0]);
                         CHECK(runs[2] == runs[0]);
                     } else {
@@ -261,6 +284,7 @@ std::vector<std::vector<double>> at_1_2_3_threads(F&& f) {
 // 3 images of 20 × 20), NXC ones 512 (R = 1152; 3 tiles).
 TEST_CASE("the weight gradient's partial sums over tiles: any team gives one thread's bits", "[kernels][threads]") {
     const TeamGuard restore;
+    const SmallConvGuard gemm(SmallConv::Never);
     std::mt19937_64 rng(515);
     const std::vector<std::pair<Layout, ConvConfig>> cases = {
         {Layout::NCX, {"partials NCX", 3, 1, 2, 256, {{22, 3}, {22, 3}}}},
@@ -283,6 +307,7 @@ TEST_CASE("the weight gradient's partial sums over tiles: any team gives one thr
 // reference's values.
 TEST_CASE("the transposed kernel split by channels gives one thread's bits", "[kernels][threads]") {
     const TeamGuard restore;
+    const SmallConvGuard gemm(SmallConv::Never);
     std::mt19937_64 rng(616);
     const ConvConfig c{"big weight", 4, 1, 128, 288, {{4, 2, 2, 1, 0, 0, 0}, {4, 2, 2, 1, 0, 0, 0}}};
     const ConvGeometry g = transposed_geometry(c, Layout::NCX);
@@ -302,6 +327,7 @@ TEST_CASE("the transposed kernel split by channels gives one thread's bits", "[k
 // the transposed kernel's split by channels).
 TEST_CASE("conv kernels match the reference on every kind of tile and team", "[kernels][threads]") {
     const TeamGuard restore;
+    const SmallConvGuard gemm(SmallConv::Never);
     const std::vector<ConvConfig> configs = {
         {"1x1 batch5", 5, 1, 3, 4, {{6, 1}, {5, 1}}},
         {"kernel = stride", 3, 1, 2, 3, {{6, 2, 2}, {8, 2, 2}}},
@@ -333,9 +359,88 @@ TEST_CASE("conv kernels match the reference on every kind of tile and team", "[k
         }
 }
 
+// The direct small-channel kernels (tapegrad/ops/conv_small.hpp) on every NCX row of the
+// table, at every instruction set, in f32 and f64; and the comparison is tight enough to
+// see one product missing (a planted error: the reference without one tap or one element).
+TEST_CASE("the small-channel kernels match the reference at every instruction set, and a planted error is caught",
+          "[kernels][simd][small]") {
+    const tg::testing::IsaGuard restore;
+    const SmallConvGuard direct(SmallConv::Always);
+    std::mt19937_64 rng(1212);
+    for (simd::Isa isa : tg::testing::tested_isas()) {
+        simd::force(isa);
+        for (const ConvConfig& c : conv_table())
+            for (DType dt : {DType::f32, DType::f64}) {
+                const std::string what = describe(c, Layout::NCX, dt) + " at " + simd::isa_name(isa);
+                check_against_reference(forward_geometry(c, Layout::NCX), dt, rng, what + " forward_geometry");
+                check_against_reference(transposed_geometry(c, Layout::NCX), dt, rng, what + " transposed_geometry");
+            }
+        for (const ConvConfig& c : conv_table()) {
+            if (c.Ig == 1 && c.Og == 1) continue;  // depthwise: not these kernels
+            const ConvGeometry g = transposed_geometry(c, Layout::NCX);
+            CHECK(plan_conv(ConvKind::Forward, g, 1, workspace_budget(), 4, TransposedAlgo::Auto, small_conv()).strategy ==
+                  ConvStrategy::Small);
+            const Tensor x = random_tensor(g.in_shape(), rng), u = random_tensor(g.out_shape(), rng);
+            const Tensor W = random_tensor(g.weight_shape(), rng);
+            const double f = factor_for(DType::f32, g);
+            // One weight element (the middle tap of the first pair of channels) left out.
+            std::vector<double> wv = W.values();
+            wv[static_cast<std::size_t>(g.kernel_numel() / 2)] = 0;
+            const Tensor Wp = Tensor::from(W.shape(), wv, DType::f64);
+            // One o-side element (the first) left out of the weight gradient.
+            std::vector<double> uv = u.values();
+            uv[0] = 0;
+            const Tensor up = Tensor::from(u.shape(), uv, DType::f64);
+            const Tensor xf = x.to(DType::f32), uf = u.to(DType::f32), Wf = W.to(DType::f32);
+            INFO(describe(c, Layout::NCX, DType::f32) << " at " << simd::isa_name(isa) << ": a planted error");
+            CHECK(out_of_tolerance(conv_forward(xf, Wf, g).to(DType::f64), reference::conv_forward(x, Wp, g),
+                                   reference::conv_forward(abs_tensor(x), abs_tensor(W), g), f) > 0);
+            CHECK(out_of_tolerance(conv_transposed(uf, Wf, g).to(DType::f64), reference::conv_transposed(u, Wp, g),
+                                   reference::conv_transposed(abs_tensor(u), abs_tensor(W), g), f) > 0);
+            CHECK(out_of_tolerance(conv_weight_grad(xf, uf, g).to(DType::f64), reference::conv_weight_grad(x, up, g),
+                                   reference::conv_weight_grad(abs_tensor(x), abs_tensor(u), g), f) > 0);
+        }
+    }
+}
+
+// Where the direct kernels would multiply an infinity or a NaN by the zeros around a grid
+// (the transposed kernel's weight, the weight gradient's x), they hand the call to the GEMM
+// path: the results are that path's, NaN for NaN and infinity for infinity.
+TEST_CASE("the small-channel kernels give the GEMM path's results on non-finite operands", "[kernels][small]") {
+    std::mt19937_64 rng(1313);
+    const ConvConfig c{"2d stride2 pad1 op", 2, 1, 3, 4, {{6, 3, 2, 1, 1, 1, 1}, {5, 3, 2, 1, 1, 1, 1}}};
+    const ConvGeometry g = transposed_geometry(c, Layout::NCX);
+    Tensor x = random_tensor(g.in_shape(), rng).to(DType::f32), u = random_tensor(g.out_shape(), rng).to(DType::f32);
+    Tensor W = random_tensor(g.weight_shape(), rng).to(DType::f32);
+    x.data<float>()[7] = std::numeric_limits<float>::infinity();
+    x.data<float>()[20] = std::numeric_limits<float>::quiet_NaN();
+    W.data<float>()[4] = -std::numeric_limits<float>::infinity();
+    auto both = [&](auto&& f) {
+        std::vector<std::vector<double>> r;
+        for (SmallConv path : both_paths()) {
+            const SmallConvGuard sc(path);
+            r.push_back(f().values());
+        }
+        return r;
+    };
+    for (const auto& r : {both([&] { return conv_transposed(u, W, g); }), both([&] { return conv_weight_grad(x, u, g); })}) {
+        REQUIRE(r[0].size() == r[1].size());
+        std::size_t nonfinite = 0;
+        for (std::size_t i = 0; i < r[0].size(); ++i) {
+            INFO("element " << i << ": gemm " << r[0][i] << ", direct " << r[1][i]);
+            CHECK(std::isnan(r[0][i]) == std::isnan(r[1][i]));
+            if (!std::isnan(r[0][i])) CHECK(r[0][i] == r[1][i]);
+            nonfinite += !std::isfinite(r[0][i]);
+        }
+        CHECK(nonfinite > 0);  // the case is not vacuous
+    }
+}
+
 TEST_CASE("conv kernels satisfy the adjoint identities on every table row", "[kernels]") {
     std::mt19937_64 rng(7);
+    for (SmallConv path : both_paths())
     for (const ConvConfig& c : conv_table()) {
+        const SmallConvGuard sc(path);
         const WorkspaceGuard ws(c.budget);
         for (Layout layout : {Layout::NCX, Layout::NXC})
             for (DType dt : {DType::f64, DType::f32}) {

@@ -16,19 +16,25 @@
 using namespace tg;
 using namespace tg::testsov;
 
-TEST_CASE("an invalid TAPEGRAD_TRANSPOSED is an error where a transposed conv runs, not an abort before main", "[reliability]") {
-    TempDir scratch;
-    // --help runs no convolution: it must work whatever the setting (it aborted with 134).
-    const CommandResult help = run_tapegrad({"--help"}, scratch, {"TAPEGRAD_TRANSPOSED=bogus"});
-    CHECK(help.exit_code == 0);
-    const std::filesystem::path ex = std::filesystem::path(TAPEGRAD_SOURCE_DIR) / "examples" / "cases" / "ex1_full";
-    TempDir work;
-    for (const char* f : {"case.json", "data.npy", "filter.npy"}) std::filesystem::copy_file(ex / f, work / f);
-    const CommandResult r = run_tapegrad({"run", work / "case.json"}, scratch, {"TAPEGRAD_TRANSPOSED=bogus"});
-    INFO(r.err);
-    CHECK(r.exit_code == 1);
-    CHECK(r.err.rfind("error: ", 0) == 0);
-    CHECK_THAT(r.err, Catch::Contains("TAPEGRAD_TRANSPOSED='bogus' must be auto, col2im or phases"));
+TEST_CASE("an invalid conv setting is an error where a conv runs, not an abort before main", "[reliability]") {
+    const std::vector<std::pair<std::string, std::string>> settings = {
+        {"TAPEGRAD_TRANSPOSED=bogus", "TAPEGRAD_TRANSPOSED='bogus' must be auto, col2im or phases"},
+        {"TAPEGRAD_SMALL_CONV=bogus", "TAPEGRAD_SMALL_CONV='bogus' must be auto, never or always"}};
+    for (const auto& [env, message] : settings) {
+        INFO(env);
+        TempDir scratch;
+        // --help runs no convolution: it must work whatever the setting (it aborted with 134).
+        const CommandResult help = run_tapegrad({"--help"}, scratch, {env});
+        CHECK(help.exit_code == 0);
+        const std::filesystem::path ex = std::filesystem::path(TAPEGRAD_SOURCE_DIR) / "examples" / "cases" / "ex1_full";
+        TempDir work;
+        for (const char* f : {"case.json", "data.npy", "filter.npy"}) std::filesystem::copy_file(ex / f, work / f);
+        const CommandResult r = run_tapegrad({"run", work / "case.json"}, scratch, {env});
+        INFO(r.err);
+        CHECK(r.exit_code == 1);
+        CHECK(r.err.rfind("error: ", 0) == 0);
+        CHECK_THAT(r.err, Catch::Contains(message));
+    }
 }
 
 TEST_CASE("thread counts are bounded with an error naming the setting", "[reliability]") {

@@ -130,6 +130,7 @@ int main(int argc, char** argv) {
         // error line (the library reads each on first use, whichever op that is).
         (void)tg::num_threads();
         (void)tg::transposed_algo();
+        (void)tg::small_conv();
         (void)tg::simd::active();
         (void)tg::memory_limit();
         if (bench.chosen()) return tg::cmd_bench(bench_args);

@@ -27,8 +27,17 @@ enum class TransposedAlgo { Auto, Col2im, Phases };
 void set_transposed_algo(TransposedAlgo algo);
 TransposedAlgo transposed_algo();
 
+// Whether layers with few channels per group run the direct kernels of
+// tapegrad/ops/conv_small.hpp: `Auto` by the rule in plan_conv, `Never` (the GEMM paths),
+// `Always` (every NCX layer that is not depthwise, as tests force). A transposed algorithm
+// other than Auto wins over it. TAPEGRAD_SMALL_CONV=auto|never|always sets it on first use.
+enum class SmallConv { Auto, Never, Always };
+void set_small_conv(SmallConv mode);
+SmallConv small_conv();
+
 enum class ConvStrategy {
     Depthwise,  // Ig = Og = 1: the direct kernels of tapegrad/ops/conv_direct.hpp (no GEMM)
+    Small,      // few channels per group (NCX): the direct kernels of tapegrad/ops/conv_small.hpp
     Phases,     // the transposed kernel by stride phases (tapegrad/ops/conv_phases.hpp)
     Serial,     // one thread: tiles in order, groups in order
     Units,      // each thread takes whole (tile, group) units with buffers of its own, no
@@ -74,11 +83,13 @@ struct ConvPlan {
 // The plan for `kind` on `g` with at most `team` threads, `budget` bytes of workspace and
 // elements of `elem_bytes` bytes (the compute type: 4 for f32, f16 and bf16, 8 for f64).
 ConvPlan plan_conv(ConvKind kind, const ConvGeometry& g, int team, std::int64_t budget, std::size_t elem_bytes,
-                   TransposedAlgo algo);
+                   TransposedAlgo algo, SmallConv small = SmallConv::Auto);
 
 // A tile holds about this many bytes of buffers per thread (a core's L2), and at least
 // kMinTileCols columns (kMinPackedTileCols where the weight is packed once per call).
 inline constexpr std::int64_t kTileCacheBytes = std::int64_t{1} << 20;
 inline constexpr std::int64_t kMinTileCols = 512, kMinPackedTileCols = 128;
+// The small-channel rule's limits (see plan_conv).
+inline constexpr std::int64_t kSmallOg = 32, kSmallIg = 16, kSmallR = 32;
 
 }  // namespace tg

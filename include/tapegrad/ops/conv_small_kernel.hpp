@@ -1,0 +1,141 @@
+// The xsimd bodies of tapegrad/ops/conv_small_kernels.hpp, templated on the architecture;
+// included only by the per-architecture translation units (ops/conv_small.avx2.cpp,
+// ops/conv_small.avx512.cpp).
+//
+// correlate keeps a register tile of OB output channels × TV vectors of positions; each
+// (input channel, tap) step loads TV input vectors once and feeds OB broadcast weights.
+// correlate_grad keeps OB × KB sums (output channels × taps) of one input channel in
+// registers over every image and position, then adds each across its lanes.
+#pragma once
+#include <algorithm>
+#include <cstdint>
+
+#include <xsimd/xsimd.hpp>
+
+#include "tapegrad/ops/conv_small_kernels.hpp"
+
+namespace tg::simd_small::kernel {
+
+template <class Arch, class T>
+inline constexpr bool kWide = xsimd::batch<T, Arch>::size * sizeof(T) >= 64;  // 32 vector registers
+
+template <class Arch, class T, int OB, int TV>
+void correlate_tile(const Correlate<T>& a, std::int64_t o0, std::int64_t t0) {
+    using V = xsimd::batch<T, Arch>;
+    constexpr std::int64_t W = V::size;
+    V acc[OB][TV];
+    for (int o = 0; o < OB; ++o)
+        for (int v = 0; v < TV; ++v) acc[o][v] = V(T(0));
+    const T* wp = a.w + o0;
+    for (std::int64_t c = 0; c < a.nin; ++c) {
+        const T* ic = a.in + c * a.ldi + t0;
+        for (std::int64_t k = 0; k < a.ntaps; ++k, wp += a.nout) {
+            const T* ip = ic + a.off[k];
+            V xv[TV];
+            for (int v = 0; v < TV; ++v) xv[v] = V::load_unaligned(ip + v * W);
+            for (int o = 0; o < OB; ++o) {
+                const V wv(wp[o]);
+                for (int v = 0; v < TV; ++v) acc[o][v] = xsimd::fma(wv, xv[v], acc[o][v]);
+            }
+        }
+    }
+    for (int o = 0; o < OB; ++o)
+        for (int v = 0; v < TV; ++v) acc[o][v].store_unaligned(a.out + (o0 + o) * a.ldo + t0 + v * W);
+}
+
+template <class Arch, class T, int TV>
+void correlate_cols(const Correlate<T>& a, std::int64_t t0) {
+    for (std::int64_t o0 = 0; o0 < a.nout;) {
+        switch (std::min<std::int64_t>(4, a.nout - o0)) {
+            case 4: correlate_tile<Arch, T, 4, TV>(a, o0, t0); o0 += 4; break;
+            case 3: correlate_tile<Arch, T, 3, TV>(a, o0, t0); o0 += 3; break;
+            case 2: correlate_tile<Arch, T, 2, TV>(a, o0, t0); o0 += 2; break;
+            default: correlate_tile<Arch, T, 1, TV>(a, o0, t0); o0 += 1; break;
+        }
+    }
+}
+
+template <class Arch, class T>
+void correlate(const Correlate<T>& a) {
+    constexpr std::int64_t W = xsimd::batch<T, Arch>::size;
+    // Few output channels: longer tiles of positions keep enough sums in flight.
+    constexpr int TV = kWide<Arch, T> ? 4 : 2;
+    static_assert(2 * TV * W <= kMargin, "a tile must fit in the grids' margin");
+    if (a.nout <= 2)
+        for (std::int64_t t0 = 0; t0 < a.len; t0 += 2 * TV * W) correlate_cols<Arch, T, 2 * TV>(a, t0);
+    else
+        for (std::int64_t t0 = 0; t0 < a.len; t0 += TV * W) correlate_cols<Arch, T, TV>(a, t0);
+}
+
+template <class Arch, class T>
+T lane_sum(const xsimd::batch<T, Arch>& v) {
+    constexpr std::int64_t W = xsimd::batch<T, Arch>::size;
+    alignas(64) T lanes[W];
+    v.store_aligned(lanes);
+    T s = 0;
+    for (std::int64_t l = 0; l < W; ++l) s += lanes[l];
+    return s;
+}
+
+template <class Arch, class T, int OB, int KB>
+void correlate_grad_tile(const CorrelateGrad<T>& a, std::int64_t c, std::int64_t o0, std::int64_t k0) {
+    using V = xsimd::batch<T, Arch>;
+    constexpr std::int64_t W = V::size;
+    V acc[OB][KB];
+    for (int o = 0; o < OB; ++o)
+        for (int k = 0; k < KB; ++k) acc[o][k] = V(T(0));
+    for (std::int64_t n = 0; n < a.images; ++n) {
+        const T* up = a.u + n * a.u_image + o0 * a.ldu;
+        const T* ip = a.in + n * a.in_image + c * a.ldi;
+        const std::int64_t* off = a.off + k0;
+        for (std::int64_t t = 0; t < a.len; t += W) {
+            V uv[OB];
+            for (int o = 0; o < OB; ++o) uv[o] = V::load_unaligned(up + o * a.ldu + t);
+            for (int k = 0; k < KB; ++k) {
+                const V xv = V::load_unaligned(ip + off[k] + t);
+                for (int o = 0; o < OB; ++o) acc[o][k] = xsimd::fma(uv[o], xv, acc[o][k]);
+            }
+        }
+    }
+    for (int o = 0; o < OB; ++o)
+        for (int k = 0; k < KB; ++k) a.dw[((o0 + o) * a.nin + c) * a.ntaps + k0 + k] += lane_sum<Arch, T>(acc[o][k]);
+}
+
+// Taps in blocks of near-equal size, at most KB (9 taps: 5 + 4; 16: 4 × 4).
+template <class Arch, class T, int OB>
+void correlate_grad_taps(const CorrelateGrad<T>& a, std::int64_t c, std::int64_t o0) {
+    constexpr std::int64_t KB = kWide<Arch, T> ? 5 : 4;
+    const std::int64_t blocks = (a.ntaps + KB - 1) / KB;
+    for (std::int64_t b = 0; b < blocks; ++b) {
+        const std::int64_t k0 = a.ntaps * b / blocks, kb = a.ntaps * (b + 1) / blocks - k0;
+        switch (kb) {
+            case 5: correlate_grad_tile<Arch, T, OB, 5>(a, c, o0, k0); break;
+            case 4: correlate_grad_tile<Arch, T, OB, 4>(a, c, o0, k0); break;
+            case 3: correlate_grad_tile<Arch, T, OB, 3>(a, c, o0, k0); break;
+            case 2: correlate_grad_tile<Arch, T, OB, 2>(a, c, o0, k0); break;
+            default: correlate_grad_tile<Arch, T, OB, 1>(a, c, o0, k0); break;
+        }
+    }
+}
+
+template <class Arch, class T>
+void correlate_grad(const CorrelateGrad<T>& a) {
+    constexpr int OB = kWide<Arch, T> ? 4 : 2;  // OB × KB sums and OB + 1 loads in registers
+    for (std::int64_t c = 0; c < a.nin; ++c)
+        for (std::int64_t o0 = 0; o0 < a.nout;) {
+            const std::int64_t ob = std::min<std::int64_t>(OB, a.nout - o0);
+            if (ob == OB) correlate_grad_taps<Arch, T, OB>(a, c, o0);
+            else if (ob >= 2) correlate_grad_taps<Arch, T, 2>(a, c, o0);
+            else correlate_grad_taps<Arch, T, 1>(a, c, o0);
+            o0 += ob >= OB ? OB : ob >= 2 ? 2 : 1;
+        }
+}
+
+}  // namespace tg::simd_small::kernel
+
+// The tables of tapegrad/ops/conv_small_kernels.hpp for one architecture, e.g. tg::simd_small::f32_avx512.
+#define TG_INSTANTIATE_SMALL(ARCH, SUFFIX)                                                            \
+    const tg::simd_small::Kernels<float> tg::simd_small::f32_##SUFFIX = {                            \
+        &tg::simd_small::kernel::correlate<ARCH, float>, &tg::simd_small::kernel::correlate_grad<ARCH, float>}; \
+    const tg::simd_small::Kernels<double> tg::simd_small::f64_##SUFFIX = {                           \
+        &tg::simd_small::kernel::correlate<ARCH, double>, &tg::simd_small::kernel::correlate_grad<ARCH, double>};

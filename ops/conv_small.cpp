@@ -1,0 +1,387 @@
+#include "tapegrad/ops/conv_small.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+#include <omp.h>
+
+#include "tapegrad/core/workspace.hpp"
+#include "tapegrad/ops/conv_plan.hpp"
+#include "tapegrad/ops/conv_small_kernels.hpp"
+#include "tapegrad/ops/vec.hpp"
+#include "tapegrad/ops/vec_kernels.hpp"
+
+namespace tg {
+
+namespace simd_small {
+namespace {
+
+// Isa::scalar: the same sums, position by position.
+template <class T>
+void correlate_scalar(const Correlate<T>& a) {
+    for (std::int64_t o = 0; o < a.nout; ++o)
+        for (std::int64_t t = 0; t < a.len; ++t) {
+            T s = 0;
+            for (std::int64_t c = 0; c < a.nin; ++c)
+                for (std::int64_t k = 0; k < a.ntaps; ++k)
+                    s += a.w[(c * a.ntaps + k) * a.nout + o] * a.in[c * a.ldi + a.off[k] + t];
+            a.out[o * a.ldo + t] = s;
+        }
+}
+
+template <class T>
+void correlate_grad_scalar(const CorrelateGrad<T>& a) {
+    for (std::int64_t o = 0; o < a.nout; ++o)
+        for (std::int64_t c = 0; c < a.nin; ++c)
+            for (std::int64_t k = 0; k < a.ntaps; ++k) {
+                T s = 0;
+                for (std::int64_t n = 0; n < a.images; ++n) {
+                    const T* up = a.u + n * a.u_image + o * a.ldu;
+                    const T* ip = a.in + n * a.in_image + c * a.ldi + a.off[k];
+                    for (std::int64_t t = 0; t < a.len; ++t) s += up[t] * ip[t];
+                }
+                a.dw[(o * a.nin + c) * a.ntaps + k] += s;
+            }
+}
+
+}  // namespace
+
+const Kernels<float> f32_scalar = {&correlate_scalar<float>, &correlate_grad_scalar<float>};
+const Kernels<double> f64_scalar = {&correlate_scalar<double>, &correlate_grad_scalar<double>};
+
+}  // namespace simd_small
+
+PhaseGrid::PhaseGrid(const ConvGeometry& g) : D(g.D()) {
+    if (D > kMaxD) fail("geometry", "conv: ", D, " spatial axes, at most ", kMaxD, " are supported");
+    std::vector<std::int64_t> phase[kMaxD], m[kMaxD];
+    for (int a = 0; a < D; ++a) {
+        s[a] = g.stride[a];
+        std::int64_t mmin = std::numeric_limits<std::int64_t>::max(), mmax = std::numeric_limits<std::int64_t>::min();
+        for (std::int64_t k = 0; k < g.kernel[a]; ++k) {
+            const std::int64_t v = k * g.dilation[a] - g.pad_begin[a], q = floor_div(v, s[a]);
+            phase[a].push_back(v - q * s[a]);
+            m[a].push_back(q);
+            mmin = std::min(mmin, q);
+            mmax = std::max(mmax, q);
+        }
+        // Every q a tap reads (j + m_k for j < Y) and every q of the i-side (x = q·s + φ < X).
+        qlo[a] = std::min<std::int64_t>(mmin, 0);
+        const std::int64_t qhi = std::max(g.out_size[a] - 1 + mmax, ceil_div(g.in_size[a], s[a]) - 1);
+        P[a] = qhi - qlo[a] + 1;
+    }
+    for (int a = D - 1; a >= 0; --a) {
+        pitch[a] = a == D - 1 ? 1 : pitch[a + 1] * P[a + 1];
+        phase_pitch[a] = a == D - 1 ? 1 : phase_pitch[a + 1] * s[a + 1];
+        T += (g.out_size[a] - 1) * pitch[a];
+    }
+    PS = pitch[0] * P[0];
+    phases = phase_pitch[0] * s[0];
+    std::int64_t k[kMaxD] = {};
+    for (std::int64_t kf = 0; kf < g.kernel_numel(); ++kf) {
+        std::int64_t ph = 0, off = 0;
+        for (int a = 0; a < D; ++a) {
+            ph += phase[a][static_cast<std::size_t>(k[a])] * phase_pitch[a];
+            off += (m[a][static_cast<std::size_t>(k[a])] - qlo[a]) * pitch[a];
+        }
+        tap_phase.push_back(ph);
+        tap_off.push_back(off);
+        front = std::max(front, off);
+        for (int a = D - 1; a >= 0 && ++k[a] == g.kernel[a]; --a) k[a] = 0;
+    }
+}
+
+std::int64_t PhaseGrid::image_bytes(const ConvGeometry& g, std::int64_t eb) const { return (g.Ig * phases + g.Og) * PS * eb; }
+
+namespace {
+
+template <class T>
+const simd_small::Kernels<T>& small_kernels() {
+    static const simd::TypedDispatch<simd_small::Kernels> d{
+        {simd_small::f32_scalar, simd_small::f32_avx2, simd_small::f32_avx512},
+        {simd_small::f64_scalar, simd_small::f64_avx2, simd_small::f64_avx512}};
+    return d.active<T>();
+}
+
+template <class T>
+bool all_finite(const T* p, std::int64_t n) {
+    T z = 0;  // 0·v is 0 for every finite v and NaN for an infinity or a NaN
+#pragma omp simd reduction(+ : z)
+    for (std::int64_t i = 0; i < n; ++i) z += p[i] * T(0);
+    return z == T(0);
+}
+
+// Visits the rows of a grid of dims[0..D−1) (all axes but the last) in C order: f(row, idx).
+template <class F>
+void for_rows(int D, const std::int64_t* dims, F&& f) {
+    std::int64_t idx[kMaxD] = {}, rows = 1;
+    for (int a = 0; a < D - 1; ++a) rows *= dims[a];
+    for (std::int64_t r = 0; r < rows; ++r) {
+        f(r, idx);
+        for (int a = D - 2; a >= 0 && ++idx[a] == dims[a]; --a) idx[a] = 0;
+    }
+}
+
+// A chunk of images on the grid. i-side: per channel, per phase, the images' phase planes
+// one after another ([c][φ][n][PS]); o-side: per channel, `front` zeros, then the images'
+// grids one after another ([o][front + n·PS]). A tap then reads every image of the chunk
+// at one offset, so a kernel call runs over all of them as one flat range of positions
+// (an image's positions past T are dropped, or zero on the o-side, like a row's padding).
+struct Chunk {
+    const PhaseGrid& pg;
+    std::int64_t per;                        // images per chunk
+    std::int64_t phase_ld, i_ld, o_ld, r_ld;  // strides: a phase's planes, an i-side channel,
+                                              // an o-side channel, a result i-side channel
+    Chunk(const PhaseGrid& grid, std::int64_t images)
+        : pg(grid), per(images), phase_ld(images * grid.PS), i_ld(grid.phases * images * grid.PS),
+          o_ld(grid.front + images * grid.PS + simd_small::kMargin), r_ld(i_ld + simd_small::kMargin) {}
+    std::int64_t len(std::int64_t nb) const { return nb * pg.PS; }
+    // Tap k's offset in the i-side planes of a channel.
+    std::vector<std::int64_t> tap_offsets() const {
+        std::vector<std::int64_t> off;
+        for (std::size_t k = 0; k < pg.tap_off.size(); ++k) off.push_back(pg.tap_phase[k] * phase_ld + pg.tap_off[k]);
+        return off;
+    }
+};
+
+// The copies between tensors and a chunk's grids, as run lists for vec::copy_runs made
+// once per call.
+struct GridCopies {
+    const ConvGeometry& g;
+    const PhaseGrid& pg;
+    const Chunk& ch;
+    int D, L;
+    std::int64_t Xn, P;
+    std::int64_t in_pitch[kMaxD], out_pitch[kMaxD];  // tensor strides of the spatial axes
+    std::vector<vec::LaneRun> to_planes, to_ogrid, from_ogrid;
+
+    GridCopies(const ConvGeometry& geo, const PhaseGrid& grid, const Chunk& chunk)
+        : g(geo), pg(grid), ch(chunk), D(geo.D()), L(geo.D() - 1), Xn(geo.in_numel()), P(geo.out_numel()) {
+        for (int a = L; a >= 0; --a) {
+            in_pitch[a] = a == L ? 1 : in_pitch[a + 1] * g.in_size[a + 1];
+            out_pitch[a] = a == L ? 1 : out_pitch[a + 1] * g.out_size[a + 1];
+        }
+        const std::int64_t PL = pg.P[L], sL = pg.s[L], XL = g.in_size[L], YL = g.out_size[L];
+        // i-side plane → its phase planes: phase φ's row q holds x[(q + qlo)·s + φ], zeros outside.
+        for (std::int64_t ph = 0; ph < pg.phases; ++ph) {
+            std::int64_t phi[kMaxD], rest = ph;
+            for (int a = L; a >= 0; --a) { phi[a] = rest % pg.s[a]; rest /= pg.s[a]; }
+            const std::int64_t lo = -pg.qlo[L];
+            const std::int64_t hi = std::clamp(floor_div(XL - 1 - phi[L], sL) + 1 - pg.qlo[L], lo, PL);
+            for_rows(D, pg.P, [&](std::int64_t row, const std::int64_t* q) {
+                std::int64_t src = phi[L];
+                bool inside = true;
+                for (int a = 0; a < L; ++a) {
+                    const std::int64_t x = (q[a] + pg.qlo[a]) * pg.s[a] + phi[a];
+                    inside = inside && x >= 0 && x < g.in_size[a];
+                    src += x * in_pitch[a];
+                }
+                const std::int64_t dst = ph * ch.phase_ld + row * PL;
+                to_planes.push_back(inside ? vec::LaneRun{src, dst, PL, lo, hi} : vec::LaneRun{0, dst, PL, 0, 0});
+            });
+        }
+        // o-side plane ↔ its grid (zeros where a grid row or column is past Y).
+        for_rows(D, pg.P, [&](std::int64_t row, const std::int64_t* j) {
+            std::int64_t src = 0;
+            bool inside = true;
+            for (int a = 0; a < L; ++a) {
+                inside = inside && j[a] < g.out_size[a];
+                src += j[a] * out_pitch[a];
+            }
+            to_ogrid.push_back(inside ? vec::LaneRun{src, row * PL, PL, 0, YL} : vec::LaneRun{0, row * PL, PL, 0, 0});
+            if (inside) from_ogrid.push_back({row * PL, src, YL, 0, YL});
+        });
+    }
+
+    // Image n of the chunk from `channels` i-side planes at x (Xn apart).
+    template <class T>
+    void planes_from(const T* x, std::int64_t channels, T* planes, std::int64_t n) const {
+        vec::copy_runs(to_planes.data(), static_cast<std::int64_t>(to_planes.size()), x, pg.s[L], planes + n * pg.PS,
+                       channels, Xn, ch.i_ld);
+    }
+    // Image n of the chunk from `channels` o-side planes at u (P apart).
+    template <class T>
+    void ogrid_from(const T* u, std::int64_t channels, T* grids, std::int64_t n) const {
+        vec::copy_runs(to_ogrid.data(), static_cast<std::int64_t>(to_ogrid.size()), u, 1, grids + pg.front + n * pg.PS,
+                       channels, P, ch.o_ld);
+    }
+    // `channels` o-side planes at y from image n of the chunk.
+    template <class T>
+    void ogrid_to(const T* grids, std::int64_t channels, T* y, std::int64_t n) const {
+        vec::copy_runs(from_ogrid.data(), static_cast<std::int64_t>(from_ogrid.size()), grids + pg.front + n * pg.PS, 1,
+                       y, channels, ch.o_ld, P);
+    }
+    // `channels` i-side planes at r from image n of the chunk's result phase planes.
+    template <class T>
+    void planes_to(const T* planes, std::int64_t channels, T* r, std::int64_t n) const {
+        const std::int64_t sL = pg.s[L], XL = g.in_size[L], ps = ch.phase_ld;
+        std::int64_t dims[kMaxD];
+        for (int a = 0; a < D; ++a) dims[a] = g.in_size[a];
+        for (std::int64_t c = 0; c < channels; ++c)
+            for_rows(D, dims, [&](std::int64_t row, const std::int64_t* x) {
+                // The row of this row's outer phases and phase 0 of the last axis.
+                std::int64_t src = c * ch.r_ld + n * pg.PS - pg.qlo[L];
+                for (int a = 0; a < L; ++a) {
+                    const std::int64_t q = floor_div(x[a], pg.s[a]);
+                    src += (x[a] - q * pg.s[a]) * pg.phase_pitch[a] * ps + (q - pg.qlo[a]) * pg.pitch[a];
+                }
+                T* out = r + c * Xn + row * XL;
+                if (sL == 1) {
+                    std::memcpy(out, planes + src, static_cast<std::size_t>(XL) * sizeof(T));
+                } else if (sL == 2) {
+                    vec::interleave2(XL / 2, planes + src, planes + src + ps, out);
+                    if (XL % 2) out[XL - 1] = planes[src + XL / 2];
+                } else {
+                    for (std::int64_t xl = 0; xl < XL; ++xl) out[xl] = planes[src + (xl % sL) * ps + xl / sL];
+                }
+            });
+    }
+};
+
+// Zeroed once: the fronts and margins that the copies leave alone.
+template <class T>
+Buffer<T> zeroed(std::int64_t n) {
+    Buffer<T> b(n);
+    std::fill_n(b.data(), n, T(0));
+    return b;
+}
+
+// Images per chunk: the grids of a chunk within a core's L2, at most `most`.
+std::int64_t chunk_images(const ConvGeometry& g, const PhaseGrid& pg, std::size_t eb, std::int64_t most) {
+    const std::int64_t image = std::max<std::int64_t>(1, pg.image_bytes(g, static_cast<std::int64_t>(eb)));
+    return std::clamp<std::int64_t>(kTileCacheBytes / 4 / image, 1, std::max<std::int64_t>(1, most));
+}
+
+int units_team(int team, std::int64_t units) {
+    return static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(team, units)));
+}
+
+}  // namespace
+
+template <class T>
+void small_forward(const ConvGeometry& g, const T* x, const T* w, T* y, int team) {
+    const std::int64_t N = g.N, G = g.G, Ig = g.Ig, Og = g.Og, Kn = g.kernel_numel(), Xn = g.in_numel(), P = g.out_numel();
+    const PhaseGrid pg(g);
+    // Chunks: as many as the team has threads at least; the sums do not depend on them.
+    const Chunk ch(pg, chunk_images(g, pg, sizeof(T), (N + team - 1) / std::max(1, team)));
+    const GridCopies gc(g, pg, ch);
+    const std::vector<std::int64_t> off = ch.tap_offsets();
+    // W[g, o, i, k] as [g][(i·Kn + k)·Og + o].
+    std::vector<T> wp(static_cast<std::size_t>(G * Og * Ig * Kn));
+    for (std::int64_t gi = 0; gi < G; ++gi)
+        for (std::int64_t o = 0; o < Og; ++o)
+            for (std::int64_t ik = 0; ik < Ig * Kn; ++ik) wp[(gi * Ig * Kn + ik) * Og + o] = w[(gi * Og + o) * Ig * Kn + ik];
+    const std::int64_t chunks = (N + ch.per - 1) / ch.per, units = chunks * G;
+    const int nt = units_team(team, units);
+    const std::int64_t i_thread = Ig * ch.i_ld + simd_small::kMargin;  // tiles read past the last plane
+    Buffer<T> planes = zeroed<T>(nt * i_thread), grids(nt * Og * ch.o_ld);
+    const simd_small::Kernels<T>& k = small_kernels<T>();
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (std::int64_t un = 0; un < units; ++un) {
+        const int id = omp_get_thread_num();
+        const std::int64_t gi = un % G, n0 = un / G * ch.per, nb = std::min(ch.per, N - n0);
+        T* pl = planes.data() + id * i_thread;
+        T* gr = grids.data() + id * Og * ch.o_ld;
+        for (std::int64_t n = 0; n < nb; ++n) gc.planes_from(x + ((n0 + n) * G + gi) * Ig * Xn, Ig, pl, n);
+        k.correlate({ch.len(nb), Og, Ig, Kn, off.data(), wp.data() + gi * Ig * Kn * Og, pl, ch.i_ld, gr + pg.front, ch.o_ld});
+        for (std::int64_t n = 0; n < nb; ++n) gc.ogrid_to(gr, Og, y + ((n0 + n) * G + gi) * Og * P, n);
+    }
+}
+
+template <class T>
+bool small_transposed(const ConvGeometry& g, const T* u, const T* w, T* r, int team) {
+    const std::int64_t N = g.N, G = g.G, Ig = g.Ig, Og = g.Og, Kn = g.kernel_numel(), Xn = g.in_numel(), P = g.out_numel();
+    if (!all_finite(w, G * Og * Ig * Kn)) return false;
+    const PhaseGrid pg(g);
+    const Chunk ch(pg, chunk_images(g, pg, sizeof(T), (N + team - 1) / std::max(1, team)));
+    const GridCopies gc(g, pg, ch);
+    // Per result phase: its taps' offsets back from the grid's front (front − off_k), and
+    // the weight as [g][(o·taps + tap)·Ig + i].
+    std::vector<std::vector<std::int64_t>> off(static_cast<std::size_t>(pg.phases));
+    std::vector<std::vector<T>> wp(static_cast<std::size_t>(pg.phases));
+    for (std::int64_t ph = 0; ph < pg.phases; ++ph) {
+        std::vector<std::int64_t> taps;
+        for (std::int64_t kf = 0; kf < Kn; ++kf)
+            if (pg.tap_phase[kf] == ph) taps.push_back(kf);
+        const std::int64_t nk = static_cast<std::int64_t>(taps.size());
+        std::vector<T>& v = wp[ph];
+        v.resize(static_cast<std::size_t>(G * Og * nk * Ig));
+        for (std::int64_t gi = 0; gi < G; ++gi)
+            for (std::int64_t o = 0; o < Og; ++o)
+                for (std::int64_t t = 0; t < nk; ++t)
+                    for (std::int64_t i = 0; i < Ig; ++i)
+                        v[((gi * Og + o) * nk + t) * Ig + i] = w[((gi * Og + o) * Ig + i) * Kn + taps[t]];
+        for (std::int64_t kf : taps) off[ph].push_back(pg.front - pg.tap_off[kf]);
+    }
+    const std::int64_t chunks = (N + ch.per - 1) / ch.per, units = chunks * G;
+    const int nt = units_team(team, units);
+    Buffer<T> grids = zeroed<T>(nt * Og * ch.o_ld), planes(nt * Ig * ch.r_ld);
+    const simd_small::Kernels<T>& k = small_kernels<T>();
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (std::int64_t un = 0; un < units; ++un) {
+        const int id = omp_get_thread_num();
+        const std::int64_t gi = un % G, n0 = un / G * ch.per, nb = std::min(ch.per, N - n0);
+        T* gr = grids.data() + id * Og * ch.o_ld;
+        T* pl = planes.data() + id * Ig * ch.r_ld;
+        for (std::int64_t n = 0; n < nb; ++n) gc.ogrid_from(u + ((n0 + n) * G + gi) * Og * P, Og, gr, n);
+        for (std::int64_t ph = 0; ph < pg.phases; ++ph) {  // in order: a tile past a phase's end is rewritten by the next
+            const std::int64_t nk = static_cast<std::int64_t>(off[ph].size());
+            k.correlate({ch.len(nb), Ig, Og, nk, off[ph].data(), wp[ph].data() + gi * Og * nk * Ig, gr, ch.o_ld,
+                         pl + ph * ch.phase_ld, ch.r_ld});
+        }
+        for (std::int64_t n = 0; n < nb; ++n) gc.planes_to(pl, Ig, r + ((n0 + n) * G + gi) * Ig * Xn, n);
+    }
+    return true;
+}
+
+template <class T>
+bool small_weight_grad(const ConvGeometry& g, const T* x, const T* u, T* dw, int team) {
+    const std::int64_t N = g.N, G = g.G, Ig = g.Ig, Og = g.Og, Kn = g.kernel_numel(), Xn = g.in_numel(), P = g.out_numel();
+    if (!all_finite(x, N * G * Ig * Xn)) return false;
+    const PhaseGrid pg(g);
+    // Chunks fixed by the geometry alone (at least two where the batch allows), their sums
+    // added in chunk order: any team gives the same bits.
+    const Chunk ch(pg, chunk_images(g, pg, sizeof(T), (N + 1) / 2));
+    const GridCopies gc(g, pg, ch);
+    const std::vector<std::int64_t> off = ch.tap_offsets();
+    const std::int64_t chunks = (N + ch.per - 1) / ch.per, wsize = Og * Ig * Kn, units = chunks * G;
+    const int nt = units_team(team, units);
+    const std::int64_t i_thread = Ig * ch.i_ld + simd_small::kMargin;
+    Buffer<T> planes = zeroed<T>(nt * i_thread), grids = zeroed<T>(nt * Og * ch.o_ld), partial(units * wsize);
+    std::fill_n(partial.data(), units * wsize, T(0));
+    const simd_small::Kernels<T>& k = small_kernels<T>();
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (std::int64_t un = 0; un < units; ++un) {
+        const int id = omp_get_thread_num();
+        const std::int64_t gi = un % G, n0 = un / G * ch.per, nb = std::min(ch.per, N - n0);
+        T* pl = planes.data() + id * i_thread;
+        T* gr = grids.data() + id * Og * ch.o_ld;
+        for (std::int64_t n = 0; n < nb; ++n) {
+            gc.planes_from(x + ((n0 + n) * G + gi) * Ig * Xn, Ig, pl, n);
+            gc.ogrid_from(u + ((n0 + n) * G + gi) * Og * P, Og, gr, n);
+        }
+        // The kernel sums whole vectors: zeros after the chunk's last image (the margin
+        // holds them for a full chunk).
+        if (nb < ch.per)
+            for (std::int64_t o = 0; o < Og; ++o) std::fill_n(gr + o * ch.o_ld + pg.front + ch.len(nb), simd_small::kLanes, T(0));
+        k.correlate_grad({1, ch.len(nb), Og, Ig, Kn, off.data(), gr + pg.front, ch.o_ld, 0, pl, ch.i_ld, 0,
+                          partial.data() + un * wsize});
+    }
+    for (std::int64_t c = 0; c < chunks; ++c)
+        for (std::int64_t gi = 0; gi < G; ++gi) {
+            const T* pp = partial.data() + (c * G + gi) * wsize;
+            T* d = dw + gi * wsize;
+            for (std::int64_t e = 0; e < wsize; ++e) d[e] += pp[e];
+        }
+    return true;
+}
+
+#define TG_SMALL(T)                                                                          \
+    template void small_forward<T>(const ConvGeometry&, const T*, const T*, T*, int);        \
+    template bool small_transposed<T>(const ConvGeometry&, const T*, const T*, T*, int);     \
+    template bool small_weight_grad<T>(const ConvGeometry&, const T*, const T*, T*, int);
+TG_SMALL(float)
+TG_SMALL(double)
+#undef TG_SMALL
+
+}  // namespace tg
