@@ -273,7 +273,9 @@ void small_forward(const ConvGeometry& g, const T* x, const T* w, T* y, int team
             for (std::int64_t ik = 0; ik < Ig * Kn; ++ik) wp[(gi * Ig * Kn + ik) * Og + o] = w[(gi * Og + o) * Ig * Kn + ik];
     const std::int64_t chunks = (N + ch.per - 1) / ch.per, units = chunks * G;
     const int nt = units_team(team, units);
-    const std::int64_t i_thread = Ig * ch.i_ld + simd_small::kMargin;  // tiles read past the last plane
+    // A tile reads up to `front` + a tile past an image's plane (positions it drops, or zeros
+    // of u in the weight gradient): zeros after the last one.
+    const std::int64_t i_thread = Ig * ch.i_ld + pg.front + simd_small::kMargin;
     Buffer<T> planes = zeroed<T>(nt * i_thread), grids(nt * Og * ch.o_ld);
     const simd_small::Kernels<T>& k = small_kernels<T>();
 #pragma omp parallel for num_threads(nt) schedule(static)
@@ -346,7 +348,7 @@ bool small_weight_grad(const ConvGeometry& g, const T* x, const T* u, T* dw, int
     const std::vector<std::int64_t> off = ch.tap_offsets();
     const std::int64_t chunks = (N + ch.per - 1) / ch.per, wsize = Og * Ig * Kn, units = chunks * G;
     const int nt = units_team(team, units);
-    const std::int64_t i_thread = Ig * ch.i_ld + simd_small::kMargin;
+    const std::int64_t i_thread = Ig * ch.i_ld + pg.front + simd_small::kMargin;
     Buffer<T> planes = zeroed<T>(nt * i_thread), grids = zeroed<T>(nt * Og * ch.o_ld), partial(units * wsize);
     std::fill_n(partial.data(), units * wsize, T(0));
     const simd_small::Kernels<T>& k = small_kernels<T>();
