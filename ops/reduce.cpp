@@ -146,13 +146,36 @@ Tensor reduce_sum(const Tensor& x, const std::vector<int>& axes_in, bool keepdim
                 // sequential order of the generic loop below, exactly, but a contiguous row of
                 // `len` at a time (one odometer step per row, not per element): each row is
                 // added element by element onto its output's running sum.
+                // Up to four consecutive rows with distinct outputs at once: four independent
+                // running sums (one add's latency per element shared four ways), each in its
+                // own sequential order, so the bits do not change.
                 const std::int64_t rows = X.numel() / len;
+                std::vector<std::size_t> out(static_cast<std::size_t>(rows));
                 Odometer od(groups, ng - 1);
-                for (std::int64_t r = 0; r < rows; ++r, od.next()) {
+                for (std::int64_t r = 0; r < rows; ++r, od.next()) out[static_cast<std::size_t>(r)] = static_cast<std::size_t>(od.o);
+                for (std::int64_t r = 0; r < rows;) {
+                    std::size_t o[4];
+                    int nb = 0;
+                    while (nb < 4 && r + nb < rows && std::find(o, o + nb, out[static_cast<std::size_t>(r + nb)]) == o + nb)
+                        o[nb] = out[static_cast<std::size_t>(r + nb)], ++nb;
                     const float* row = px + r * len;
-                    double sum = acc[static_cast<std::size_t>(od.o)];
-                    for (std::int64_t i = 0; i < len; ++i) sum += static_cast<double>(row[i]);
-                    acc[static_cast<std::size_t>(od.o)] = sum;
+                    if (nb == 4) {
+                        double s0 = acc[o[0]], s1 = acc[o[1]], s2 = acc[o[2]], s3 = acc[o[3]];
+                        for (std::int64_t i = 0; i < len; ++i) {
+                            s0 += static_cast<double>(row[i]);
+                            s1 += static_cast<double>(row[len + i]);
+                            s2 += static_cast<double>(row[2 * len + i]);
+                            s3 += static_cast<double>(row[3 * len + i]);
+                        }
+                        acc[o[0]] = s0, acc[o[1]] = s1, acc[o[2]] = s2, acc[o[3]] = s3;
+                    } else {
+                        for (int b = 0; b < nb; ++b) {
+                            double sum = acc[o[b]];
+                            for (std::int64_t i = 0; i < len; ++i) sum += static_cast<double>(row[b * len + i]);
+                            acc[o[b]] = sum;
+                        }
+                    }
+                    r += nb;
                 }
                 return true;
             }
