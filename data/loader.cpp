@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 #include <numeric>
 
 #include "tapegrad/core/error.hpp"
@@ -41,6 +42,12 @@ std::vector<std::int64_t> epoch_order(std::int64_t n, std::uint64_t seed, std::i
     return order;
 }
 
+struct DataLoader::OrderCache {
+    std::mutex m;
+    std::int64_t epoch = -1;
+    std::shared_ptr<const std::vector<std::int64_t>> order;
+};
+
 DataLoader::DataLoader(const Tensor& images, const Tensor& labels, LoaderOptions opt) : opt_(opt) {
     if (!images.defined() || images.ndim() < 1) fail("images", "DataLoader: images must be a tensor [N, ...]");
     if (opt_.batch < 1) fail("batch", "DataLoader: batch is ", opt_.batch, ", must be >= 1");
@@ -56,9 +63,14 @@ DataLoader::DataLoader(const Tensor& images, const Tensor& labels, LoaderOptions
         labels_ = labels.contiguous();
     }
     if (opt_.limit > 0) n_ = std::min(n_, opt_.limit);
+    cache_ = std::make_shared<OrderCache>();
 }
 
-std::vector<std::int64_t> DataLoader::order(std::int64_t epoch) const {
+std::shared_ptr<const std::vector<std::int64_t>> DataLoader::shared_order(std::int64_t epoch) const {
+    {
+        const std::lock_guard<std::mutex> lock(cache_->m);
+        if (cache_->order && cache_->epoch == epoch) return cache_->order;
+    }
     std::vector<std::int64_t> all;
     if (opt_.shuffle) {
         all = epoch_order(n_, opt_.seed, epoch);
@@ -66,17 +78,22 @@ std::vector<std::int64_t> DataLoader::order(std::int64_t epoch) const {
         all.resize(static_cast<std::size_t>(n_));
         std::iota(all.begin(), all.end(), 0);
     }
-    std::vector<std::int64_t> mine(static_cast<std::size_t>(per_rank()));
-    for (std::size_t k = 0; k < mine.size(); ++k)
-        mine[k] = all[k * static_cast<std::size_t>(opt_.world_size) + static_cast<std::size_t>(opt_.rank)];
+    auto mine = std::make_shared<std::vector<std::int64_t>>(static_cast<std::size_t>(per_rank()));
+    for (std::size_t k = 0; k < mine->size(); ++k)
+        (*mine)[k] = all[k * static_cast<std::size_t>(opt_.world_size) + static_cast<std::size_t>(opt_.rank)];
+    const std::lock_guard<std::mutex> lock(cache_->m);
+    cache_->epoch = epoch;
+    cache_->order = mine;
     return mine;
 }
 
+std::vector<std::int64_t> DataLoader::order(std::int64_t epoch) const { return *shared_order(epoch); }
+
 Batch DataLoader::batch(std::int64_t epoch, std::int64_t b) const {
     if (b < 0 || b >= batches()) fail("batch", "DataLoader::batch: batch ", b, " of ", batches());
-    const std::vector<std::int64_t> o = order(epoch);
+    const std::shared_ptr<const std::vector<std::int64_t>> o = shared_order(epoch);
     const std::int64_t from = b * opt_.batch, to = std::min<std::int64_t>(from + opt_.batch, per_rank());
-    return gather(std::vector<std::int64_t>(o.begin() + from, o.begin() + to));
+    return gather(std::vector<std::int64_t>(o->begin() + from, o->begin() + to));
 }
 
 Batch DataLoader::gather(const std::vector<std::int64_t>& idx) const {

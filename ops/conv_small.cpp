@@ -52,6 +52,10 @@ const Kernels<double> f64_scalar = {&correlate_scalar<double>, &correlate_grad_s
 
 }  // namespace simd_small
 
+namespace {
+std::int64_t round_up(std::int64_t n, std::int64_t m) { return (n + m - 1) / m * m; }
+}  // namespace
+
 PhaseGrid::PhaseGrid(const ConvGeometry& g) : D(g.D()) {
     if (D > kMaxD) fail("geometry", "conv: ", D, " spatial axes, at most ", kMaxD, " are supported");
     std::vector<std::int64_t> phase[kMaxD], m[kMaxD];
@@ -89,6 +93,7 @@ PhaseGrid::PhaseGrid(const ConvGeometry& g) : D(g.D()) {
         front = std::max(front, off);
         for (int a = D - 1; a >= 0 && ++k[a] == g.kernel[a]; --a) k[a] = 0;
     }
+    front = round_up(front, simd_small::kLanes);  // o-side grids start on a vector boundary
 }
 
 std::int64_t PhaseGrid::image_bytes(const ConvGeometry& g, std::int64_t eb) const { return (g.Ig * phases + g.Og) * PS * eb; }
@@ -134,7 +139,8 @@ struct Chunk {
                                               // an o-side channel, a result i-side channel
     Chunk(const PhaseGrid& grid, std::int64_t images)
         : pg(grid), per(images), phase_ld(images * grid.PS), i_ld(grid.phases * images * grid.PS),
-          o_ld(grid.front + images * grid.PS + simd_small::kMargin), r_ld(i_ld + simd_small::kMargin) {}
+          o_ld(round_up(grid.front + images * grid.PS + simd_small::kMargin, simd_small::kLanes)),
+          r_ld(round_up(i_ld + simd_small::kMargin, simd_small::kLanes)) {}
     std::int64_t len(std::int64_t nb) const { return nb * pg.PS; }
     // Tap k's offset in the i-side planes of a channel.
     std::vector<std::int64_t> tap_offsets() const {

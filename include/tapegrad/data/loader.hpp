@@ -9,8 +9,10 @@
 //       }
 //
 // The order of an epoch is a function of (seed, epoch) alone (epoch_order), so a run
-// resumed at an epoch boundary needs no RNG state beyond the epoch number: the loader holds
-// no mutable state at all. The permutation is a Fisher-Yates shuffle driven by tg::Generator
+// resumed at an epoch boundary needs no RNG state beyond the epoch number. The loader keeps
+// the last epoch's order it made (batch() would otherwise shuffle the whole dataset again
+// for every batch); that cache changes no result, and calls from several threads are safe.
+// The permutation is a Fisher-Yates shuffle driven by tg::Generator
 // (std::mt19937_64, whose sequence the standard fixes) with unbiased bounded draws of our
 // own, so it is the same with every compiler and standard library.
 //
@@ -23,6 +25,7 @@
 // share may be partial; it is kept.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "tapegrad/core/tensor.hpp"
@@ -73,9 +76,12 @@ public:
     Batch gather(const std::vector<std::int64_t>& idx) const;
 
 private:
+    struct OrderCache;  // the last epoch's order (loader.cpp); shared by copies, whose orders are the same
+    std::shared_ptr<const std::vector<std::int64_t>> shared_order(std::int64_t epoch) const;
     Tensor images_, labels_;
     LoaderOptions opt_;
     std::int64_t n_ = 0;
+    std::shared_ptr<OrderCache> cache_;
 };
 
 }  // namespace tg
