@@ -101,6 +101,19 @@ TEST_CASE("Loader: the order is a function of (seed, epoch) alone", "[loader]") 
     CHECK(a.order(0) != c.order(0));        // the seed matters
     CHECK(a.order(0) != iota(500));         // it is shuffled at all
     CHECK(epoch_order(500, 3, 5) == a.order(5));
+    // The cached order of the last epoch asked for: batches of epochs taken in turn, and of
+    // a copy of the loader, are those of each epoch's own order.
+    const DataLoader copy = a;
+    for (std::int64_t e : {5, 6, 5, 5, 7, 6}) {
+        const std::vector<std::int64_t> want = epoch_order(500, 3, e);
+        for (const DataLoader* l : {&a, &copy})
+            for (std::int64_t bi : {0, 3, 71}) {
+                const std::vector<std::int64_t> got = l->batch(e, bi).indices;
+                const std::size_t from = static_cast<std::size_t>(bi * 7);
+                CHECK(got == std::vector<std::int64_t>(want.begin() + static_cast<std::ptrdiff_t>(from),
+                                                       want.begin() + static_cast<std::ptrdiff_t>(std::min<std::size_t>(from + 7, 500))));
+            }
+    }
     CHECK(sorted(epoch_order(1, 9, 9)) == iota(1));
     CHECK(epoch_order(0, 9, 9).empty());
     const DataLoader plain(images, labels, {.batch = 7, .shuffle = false});
