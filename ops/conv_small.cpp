@@ -47,8 +47,8 @@ void correlate_grad_scalar(const CorrelateGrad<T>& a) {
 
 }  // namespace
 
-const Kernels<float> f32_scalar = {&correlate_scalar<float>, &correlate_grad_scalar<float>};
-const Kernels<double> f64_scalar = {&correlate_scalar<double>, &correlate_grad_scalar<double>};
+const Kernels<float> f32_scalar = {&correlate_scalar<float>, &correlate_grad_scalar<float>, &copy_rows_loop<float>};
+const Kernels<double> f64_scalar = {&correlate_scalar<double>, &correlate_grad_scalar<double>, &copy_rows_loop<double>};
 
 }  // namespace simd_small
 
@@ -150,8 +150,30 @@ struct Chunk {
     }
 };
 
-// The copies between tensors and a chunk's grids, as run lists for vec::copy_runs made
-// once per call.
+// Runs of rows with one source and one destination stride and the same lanes: one
+// copy_rows call each.
+struct RowBatch {
+    std::int64_t src, dst, lds, ldd, rows, len, lo, hi;
+};
+std::vector<RowBatch> batch_rows(const std::vector<vec::LaneRun>& runs) {
+    std::vector<RowBatch> out;
+    for (const vec::LaneRun& r : runs) {
+        if (!out.empty()) {
+            RowBatch& b = out.back();
+            const bool same = r.len == b.len && r.lo == b.lo && r.hi == b.hi;
+            const std::int64_t ds = r.dst - (b.dst + (b.rows - 1) * b.ldd), ss = r.src - (b.src + (b.rows - 1) * b.lds);
+            if (same && (b.rows == 1 || (ds == b.ldd && (ss == b.lds || r.hi <= r.lo)))) {
+                if (b.rows == 1) b.ldd = ds, b.lds = r.hi > r.lo ? ss : 0;
+                ++b.rows;
+                continue;
+            }
+        }
+        out.push_back({r.src, r.dst, 0, 0, 1, r.len, r.lo, r.hi});
+    }
+    return out;
+}
+
+// The copies between tensors and a chunk's grids, as row batches made once per call.
 struct GridCopies {
     const ConvGeometry& g;
     const PhaseGrid& pg;
@@ -159,7 +181,7 @@ struct GridCopies {
     int D, L;
     std::int64_t Xn, P;
     std::int64_t in_pitch[kMaxD], out_pitch[kMaxD];  // tensor strides of the spatial axes
-    std::vector<vec::LaneRun> to_planes, to_ogrid, from_ogrid;
+    std::vector<RowBatch> to_planes, to_ogrid, from_ogrid;
 
     GridCopies(const ConvGeometry& geo, const PhaseGrid& grid, const Chunk& chunk)
         : g(geo), pg(grid), ch(chunk), D(geo.D()), L(geo.D() - 1), Xn(geo.in_numel()), P(geo.out_numel()) {
@@ -168,6 +190,7 @@ struct GridCopies {
             out_pitch[a] = a == L ? 1 : out_pitch[a + 1] * g.out_size[a + 1];
         }
         const std::int64_t PL = pg.P[L], sL = pg.s[L], XL = g.in_size[L], YL = g.out_size[L];
+        std::vector<vec::LaneRun> planes, ogrid_in, ogrid_out;
         // i-side plane → its phase planes: phase φ's row q holds x[(q + qlo)·s + φ], zeros outside.
         for (std::int64_t ph = 0; ph < pg.phases; ++ph) {
             std::int64_t phi[kMaxD], rest = ph;
@@ -183,7 +206,7 @@ struct GridCopies {
                     src += x * in_pitch[a];
                 }
                 const std::int64_t dst = ph * ch.phase_ld + row * PL;
-                to_planes.push_back(inside ? vec::LaneRun{src, dst, PL, lo, hi} : vec::LaneRun{0, dst, PL, 0, 0});
+                planes.push_back(inside ? vec::LaneRun{src, dst, PL, lo, hi} : vec::LaneRun{0, dst, PL, 0, 0});
             });
         }
         // o-side plane ↔ its grid (zeros where a grid row or column is past Y).
@@ -194,28 +217,38 @@ struct GridCopies {
                 inside = inside && j[a] < g.out_size[a];
                 src += j[a] * out_pitch[a];
             }
-            to_ogrid.push_back(inside ? vec::LaneRun{src, row * PL, PL, 0, YL} : vec::LaneRun{0, row * PL, PL, 0, 0});
-            if (inside) from_ogrid.push_back({row * PL, src, YL, 0, YL});
+            ogrid_in.push_back(inside ? vec::LaneRun{src, row * PL, PL, 0, YL} : vec::LaneRun{0, row * PL, PL, 0, 0});
+            if (inside) ogrid_out.push_back({row * PL, src, YL, 0, YL});
         });
+        to_planes = batch_rows(planes);
+        to_ogrid = batch_rows(ogrid_in);
+        from_ogrid = batch_rows(ogrid_out);
+    }
+
+    // `channels` copies of the batches, src and dst channel strides apart.
+    template <class T>
+    static void run(const std::vector<RowBatch>& batches, const T* src, std::int64_t step, T* dst, std::int64_t channels,
+                    std::int64_t src_stride, std::int64_t dst_stride) {
+        const simd_small::Kernels<T>& k = small_kernels<T>();
+        for (const RowBatch& b : batches)
+            k.copy_rows({src + b.src, b.lds, step, dst + b.dst, b.ldd, b.rows, b.len, b.lo, b.hi, channels, src_stride,
+                         dst_stride});
     }
 
     // Image n of the chunk from `channels` i-side planes at x (Xn apart).
     template <class T>
     void planes_from(const T* x, std::int64_t channels, T* planes, std::int64_t n) const {
-        vec::copy_runs(to_planes.data(), static_cast<std::int64_t>(to_planes.size()), x, pg.s[L], planes + n * pg.PS,
-                       channels, Xn, ch.i_ld);
+        run(to_planes, x, pg.s[L], planes + n * pg.PS, channels, Xn, ch.i_ld);
     }
     // Image n of the chunk from `channels` o-side planes at u (P apart).
     template <class T>
     void ogrid_from(const T* u, std::int64_t channels, T* grids, std::int64_t n) const {
-        vec::copy_runs(to_ogrid.data(), static_cast<std::int64_t>(to_ogrid.size()), u, 1, grids + pg.front + n * pg.PS,
-                       channels, P, ch.o_ld);
+        run(to_ogrid, u, 1, grids + pg.front + n * pg.PS, channels, P, ch.o_ld);
     }
     // `channels` o-side planes at y from image n of the chunk.
     template <class T>
     void ogrid_to(const T* grids, std::int64_t channels, T* y, std::int64_t n) const {
-        vec::copy_runs(from_ogrid.data(), static_cast<std::int64_t>(from_ogrid.size()), grids + pg.front + n * pg.PS, 1,
-                       y, channels, ch.o_ld, P);
+        run(from_ogrid, grids + pg.front + n * pg.PS, 1, y, channels, ch.o_ld, P);
     }
     // `channels` i-side planes at r from image n of the chunk's result phase planes.
     template <class T>

@@ -110,7 +110,7 @@ TEST_CASE("conv plan: the direct strategies", "[conv_plan]") {
     CHECK_FALSE(plan_conv(ConvKind::Transposed, conv2d(2, 8, 8, 10, 3, 8, Layout::NXC), 2, kDefaultBudget, 4,
                           TransposedAlgo::Auto)
                     .writes_all);
-    const ConvGeometry g = conv2d(2, 4, 6, 10, 3);
+    const ConvGeometry g = conv2d(8, 4, 6, 10, 3);
     CHECK(plan_conv(ConvKind::Transposed, g, 2, kDefaultBudget, 4, TransposedAlgo::Phases).strategy == ConvStrategy::Phases);
     CHECK(plan_conv(ConvKind::Forward, g, 2, kDefaultBudget, 4, TransposedAlgo::Phases).strategy == ConvStrategy::Small);
     CHECK(plan_conv(ConvKind::Transposed, g, 2, kDefaultBudget, 4, TransposedAlgo::Col2im).strategy != ConvStrategy::Phases);
@@ -142,9 +142,16 @@ TEST_CASE("conv plan: the small-channel rule", "[conv_plan]") {
     CHECK(plan(ConvKind::Transposed, c2).strategy == ConvStrategy::Small);
     CHECK(plan(ConvKind::WeightGrad, c2).strategy != ConvStrategy::Small);
     // More channels than the rule's limits on either side: the GEMM paths.
-    for (const ConvGeometry& g : {conv2d(16, 3, 64, 32, 4), conv2d(16, 32, 32, 16, 3), conv2d(8, 17, 8, 16, 3)})
+    for (const ConvGeometry& g : {conv2d(16, 5, 64, 32, 4), conv2d(16, 32, 32, 16, 3), conv2d(8, 17, 8, 16, 3)})
         for (ConvKind k : kinds) CHECK(plan(k, g).strategy != ConvStrategy::Small);
-    // One image's grids past a quarter of L2 (16 + 32 channels of 128 x 128 floats).
+    // A weight gradient 48 columns wide (dcgan_g4's: 3 i-side channels, 4x4 taps) is direct;
+    // its forward and transposed (64 o-side channels) are not.
+    const ConvGeometry g4 = conv2d(16, 3, 64, 32, 4);
+    CHECK(plan(ConvKind::WeightGrad, g4).strategy == ConvStrategy::Small);
+    CHECK(plan(ConvKind::Forward, g4).strategy != ConvStrategy::Small);
+    // Too little work for the grids' fixed costs (the "tiny" shape: 3600 multiply-adds).
+    CHECK(plan(ConvKind::Forward, conv2d(1, 4, 4, 5, 3)).strategy != ConvStrategy::Small);
+    // One image's grids past a core's L2 (16 + 32 channels of 130 x 130 floats).
     CHECK(plan(ConvKind::Forward, conv2d(2, 16, 32, 128, 3)).strategy != ConvStrategy::Small);
     for (ConvKind k : kinds) {
         CHECK(plan(k, c1, SmallConv::Never).strategy != ConvStrategy::Small);

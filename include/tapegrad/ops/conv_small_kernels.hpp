@@ -4,6 +4,7 @@
 // through simd::Dispatch. Both kernels work on flat grids: every spatial position of a
 // plane is one index t, and a tap is a fixed offset from it.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 
 #include "tapegrad/core/simd.hpp"
@@ -44,11 +45,39 @@ struct CorrelateGrad {
     T* dw;
 };
 
+// Rows between tensors and grids: for c < count, r < rows and e < len,
+//   dst[c·dst_c + r·ldd + e] = src[c·src_c + r·lds + (e − lo)·step] for e in [lo, hi), else 0
+// (src is not read where hi <= lo), channel by channel.
+template <class T>
+struct CopyRows {
+    const T* src;
+    std::int64_t lds, step;
+    T* dst;
+    std::int64_t ldd, rows, len, lo, hi, count, src_c, dst_c;
+};
+
 template <class T>
 struct Kernels {
     void (*correlate)(const Correlate<T>& a);
     void (*correlate_grad)(const CorrelateGrad<T>& a);
+    void (*copy_rows)(const CopyRows<T>& a);
 };
+
+// copy_rows element by element: Isa::scalar's, and the vector kernels' for the cases they
+// leave (the compiler vectorises the step-1 copies in each translation unit).
+template <class T>
+void copy_rows_loop(const CopyRows<T>& a) {
+    for (std::int64_t c = 0; c < a.count; ++c)
+    for (std::int64_t r = 0; r < a.rows; ++r) {
+        T* d = a.dst + c * a.dst_c + r * a.ldd;
+        const T* s = a.src + c * a.src_c + r * a.lds;
+        std::fill(d, d + std::min(a.lo, a.len), T(0));
+        if (a.step == 1) std::copy(s, s + std::max<std::int64_t>(0, a.hi - a.lo), d + a.lo);
+        else
+            for (std::int64_t e = a.lo; e < a.hi; ++e) d[e] = s[(e - a.lo) * a.step];
+        std::fill(d + std::max(a.lo, a.hi), d + a.len, T(0));
+    }
+}
 
 extern const Kernels<float> f32_scalar, f32_avx2, f32_avx512;
 extern const Kernels<double> f64_scalar, f64_avx2, f64_avx512;

@@ -159,7 +159,7 @@ void copy_runs(const LaneRun* runs, std::int64_t nruns, const T* src, std::int64
     if constexpr (W == 16 && sizeof(T) == 4) {
         if (step == 1 || step == 2) {
             for (std::int64_t r = 0; r < nruns; ++r) {
-                const LaneRun& u = runs[r];
+                const LaneRun u = runs[r];  // a copy: the stores below could alias runs for all the compiler knows
                 for (std::int64_t e0 = 0; e0 < u.len; e0 += W) {
                     const std::int64_t w = std::min(W, u.len - e0);
                     const std::int64_t dlo = std::clamp(u.lo - e0, std::int64_t{0}, w), dhi = std::clamp(u.hi - e0, dlo, w);
@@ -186,7 +186,7 @@ void copy_runs(const LaneRun* runs, std::int64_t nruns, const T* src, std::int64
     }
 #endif
     for (std::int64_t r = 0; r < nruns; ++r) {
-        const LaneRun& u = runs[r];
+        const LaneRun u = runs[r];
         for (std::int64_t c = 0; c < count; ++c) {
             T* d = dst + u.dst + c * dst_stride;
             std::fill(d, d + u.lo, T(0));
