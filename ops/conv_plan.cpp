@@ -34,18 +34,22 @@ std::atomic<SmallConv>& small_setting() {
 
 // The rule for the small-channel kernels: NCX, at least kSmallMinMacs multiply-adds (below
 // that the call's fixed costs, grids and buffers, outweigh the work) and one image's grids
-// within a core's L2; then where the GEMM is thinnest. Forward and transposed:
-// at most kSmallOg o-side and kSmallIg i-side channels per group (the GEMM's M and K, or K
-// and M/∏K); the weight gradient: at most kSmallR = Ig·∏K (the GEMM's N). bench/RESULTS.md
-// has the layers measured both ways behind the numbers.
+// within a core's L2. The weight gradient: at most kSmallR = Ig·∏K (the GEMM's N). Forward
+// and transposed: at most kSmallOg o-side and kSmallIg i-side channels per group (the
+// GEMM's M and K, or K and M/∏K), and at most kSmallWaste grid positions computed per
+// result (the rows' padding; 3-D grids of small planes are mostly padding).
+// bench/RESULTS.md has the layers measured both ways behind the numbers.
 bool small_fits(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, TransposedAlgo algo, SmallConv mode) {
     if (g.layout != Layout::NCX || mode == SmallConv::Never) return false;
     if (kind == ConvKind::Transposed && algo != TransposedAlgo::Auto) return false;
     if (mode == SmallConv::Always) return true;
     if (g.macs() < kSmallMinMacs) return false;
-    if (PhaseGrid(g).image_bytes(g, static_cast<std::int64_t>(elem_bytes)) > kTileCacheBytes) return false;
+    const PhaseGrid pg(g);
+    if (pg.image_bytes(g, static_cast<std::int64_t>(elem_bytes)) > kTileCacheBytes) return false;
     if (kind == ConvKind::WeightGrad) return g.R() <= kSmallR;
-    return g.Og <= kSmallOg && g.Ig <= kSmallIg;
+    const double computed = static_cast<double>(kind == ConvKind::Forward ? pg.PS : pg.phases * pg.PS);
+    const double results = static_cast<double>(kind == ConvKind::Forward ? g.out_numel() : g.in_numel());
+    return g.Og <= kSmallOg && g.Ig <= kSmallIg && computed <= kSmallWaste * results;
 }
 
 // Columns per tile: buffers of about a core's L2 per thread (tiles do not grow with N, so

@@ -142,8 +142,16 @@ TEST_CASE("conv plan: the small-channel rule", "[conv_plan]") {
     CHECK(plan(ConvKind::Transposed, c2).strategy == ConvStrategy::Small);
     CHECK(plan(ConvKind::WeightGrad, c2).strategy != ConvStrategy::Small);
     // More channels than the rule's limits on either side: the GEMM paths.
-    for (const ConvGeometry& g : {conv2d(16, 5, 64, 32, 4), conv2d(16, 32, 32, 16, 3), conv2d(8, 17, 8, 16, 3)})
+    for (const ConvGeometry& g : {conv2d(16, 5, 64, 32, 4), conv2d(16, 33, 32, 16, 3), conv2d(8, 8, 33, 16, 3)})
         for (ConvKind k : kinds) CHECK(plan(k, g).strategy != ConvStrategy::Small);
+    // 32 channels on both sides (grouped_g8's groups): forward and transposed are direct.
+    CHECK(plan(ConvKind::Forward, conv2d(16, 32, 32, 16, 3)).strategy == ConvStrategy::Small);
+    CHECK(plan(ConvKind::Transposed, conv2d(16, 32, 32, 16, 3)).strategy == ConvStrategy::Small);
+    // A 3-D layer of 8^3 positions: its grid of 10^3 is half padding, past kSmallWaste.
+    const ConvGeometry v = ConvGeometry::forward({.N = 2, .C_in = 16, .C_out = 16, .in_size = {8, 8, 8},
+                                                  .kernel = {3, 3, 3}, .pads_begin = {1, 1, 1}, .pads_end = {1, 1, 1}});
+    CHECK(plan(ConvKind::Forward, v).strategy != ConvStrategy::Small);
+    CHECK(plan(ConvKind::Transposed, v).strategy != ConvStrategy::Small);
     // A weight gradient 48 columns wide (dcgan_g4's: 3 i-side channels, 4x4 taps) is direct;
     // its forward and transposed (64 o-side channels) are not.
     const ConvGeometry g4 = conv2d(16, 3, 64, 32, 4);

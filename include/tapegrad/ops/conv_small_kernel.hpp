@@ -45,28 +45,39 @@ void correlate_tile(const Correlate<T>& a, std::int64_t o0, std::int64_t t0) {
         for (int v = 0; v < TV; ++v) acc[o][v].store_unaligned(a.out + (o0 + o) * a.ldo + t0 + v * W);
 }
 
-template <class Arch, class T, int TV>
+// Output channels in blocks of OBMAX, the last block as wide as what is left.
+template <class Arch, class T, int OBMAX, int TV>
 void correlate_cols(const Correlate<T>& a, std::int64_t t0) {
     for (std::int64_t o0 = 0; o0 < a.nout;) {
-        switch (std::min<std::int64_t>(4, a.nout - o0)) {
-            case 4: correlate_tile<Arch, T, 4, TV>(a, o0, t0); o0 += 4; break;
-            case 3: correlate_tile<Arch, T, 3, TV>(a, o0, t0); o0 += 3; break;
-            case 2: correlate_tile<Arch, T, 2, TV>(a, o0, t0); o0 += 2; break;
-            default: correlate_tile<Arch, T, 1, TV>(a, o0, t0); o0 += 1; break;
+        const std::int64_t ob = std::min<std::int64_t>(OBMAX, a.nout - o0);
+        switch (ob) {
+            case 8: if constexpr (OBMAX >= 8) correlate_tile<Arch, T, 8, TV>(a, o0, t0); break;
+            case 7: if constexpr (OBMAX >= 7) correlate_tile<Arch, T, 7, TV>(a, o0, t0); break;
+            case 6: if constexpr (OBMAX >= 6) correlate_tile<Arch, T, 6, TV>(a, o0, t0); break;
+            case 5: if constexpr (OBMAX >= 5) correlate_tile<Arch, T, 5, TV>(a, o0, t0); break;
+            case 4: correlate_tile<Arch, T, 4, TV>(a, o0, t0); break;
+            case 3: correlate_tile<Arch, T, 3, TV>(a, o0, t0); break;
+            case 2: correlate_tile<Arch, T, 2, TV>(a, o0, t0); break;
+            default: correlate_tile<Arch, T, 1, TV>(a, o0, t0); break;
         }
+        o0 += ob;
     }
 }
 
+// The register tile by output channels: 1-2 of them, 8 vectors of positions; up to 7,
+// blocks of 4 × 4 vectors; 8 and more (wide registers), blocks of 8 × 3 vectors, which load
+// each input vector once for 8 channels (the inputs of a layer with many channels come from L2).
 template <class Arch, class T>
 void correlate(const Correlate<T>& a) {
     constexpr std::int64_t W = xsimd::batch<T, Arch>::size;
-    // Few output channels: longer tiles of positions keep enough sums in flight.
     constexpr int TV = kWide<Arch, T> ? 4 : 2;
     static_assert(2 * TV * W <= kMargin, "a tile must fit in the grids' margin");
     if (a.nout <= 2)
-        for (std::int64_t t0 = 0; t0 < a.len; t0 += 2 * TV * W) correlate_cols<Arch, T, 2 * TV>(a, t0);
+        for (std::int64_t t0 = 0; t0 < a.len; t0 += 2 * TV * W) correlate_cols<Arch, T, 2, 2 * TV>(a, t0);
+    else if (!kWide<Arch, T> || a.nout < 8)
+        for (std::int64_t t0 = 0; t0 < a.len; t0 += TV * W) correlate_cols<Arch, T, 4, TV>(a, t0);
     else
-        for (std::int64_t t0 = 0; t0 < a.len; t0 += TV * W) correlate_cols<Arch, T, TV>(a, t0);
+        for (std::int64_t t0 = 0; t0 < a.len; t0 += 3 * W) correlate_cols<Arch, T, 8, 3>(a, t0);
 }
 
 template <class Arch, class T>
