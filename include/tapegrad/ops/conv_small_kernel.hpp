@@ -64,9 +64,10 @@ void correlate_cols(const Correlate<T>& a, std::int64_t t0) {
     }
 }
 
-// The register tile by output channels: 1-2 of them, 8 vectors of positions; up to 7,
-// blocks of 4 × 4 vectors; 8 and more (wide registers), blocks of 8 × 3 vectors, which load
-// each input vector once for 8 channels (the inputs of a layer with many channels come from L2).
+// The register tile by output channels: 1-2 of them, 8 vectors of positions; with AVX-512's
+// 32 registers, up to 7 in blocks of 4 × 4 vectors and 8 or more in blocks of 8 × 3, which
+// load each input vector once for 8 channels (the inputs of a layer with many channels come
+// from L2); with AVX2's 16, blocks of 6 × 2.
 template <class Arch, class T>
 void correlate(const Correlate<T>& a) {
     constexpr std::int64_t W = xsimd::batch<T, Arch>::size;
@@ -74,7 +75,9 @@ void correlate(const Correlate<T>& a) {
     static_assert(2 * TV * W <= kMargin, "a tile must fit in the grids' margin");
     if (a.nout <= 2)
         for (std::int64_t t0 = 0; t0 < a.len; t0 += 2 * TV * W) correlate_cols<Arch, T, 2, 2 * TV>(a, t0);
-    else if (!kWide<Arch, T> || a.nout < 8)
+    else if constexpr (!kWide<Arch, T>)  // 16 registers: 6 × 2 sums, 2 inputs, a weight
+        for (std::int64_t t0 = 0; t0 < a.len; t0 += TV * W) correlate_cols<Arch, T, 6, TV>(a, t0);
+    else if (a.nout < 8)
         for (std::int64_t t0 = 0; t0 < a.len; t0 += TV * W) correlate_cols<Arch, T, 4, TV>(a, t0);
     else
         for (std::int64_t t0 = 0; t0 < a.len; t0 += 3 * W) correlate_cols<Arch, T, 8, 3>(a, t0);
@@ -196,7 +199,18 @@ void copy_rows(const CopyRows<T>& a) {
         }
     }
 #endif
-    copy_rows_loop<T>(a);
+    // Elsewhere (AVX2, double): zeros, then the data through vec's strided copy (vector
+    // loads, the even-lane shuffle for step 2), then zeros.
+    const T* const src = a.src;
+    T* const dst = a.dst;
+    const std::int64_t lo = std::min(a.lo, a.len), hi = std::max(lo, std::min(a.hi, a.len)), len = a.len, step = a.step;
+    for (std::int64_t c = 0; c < a.count; ++c)
+        for (std::int64_t r = 0; r < a.rows; ++r) {
+            T* d = dst + c * a.dst_c + r * a.ldd;
+            std::fill(d, d + lo, T(0));
+            if (hi > lo) tg::vec::kernel::copy_strided<Arch, T>(src + c * a.src_c + r * a.lds, step, hi - lo, d + lo);
+            std::fill(d + hi, d + len, T(0));
+        }
 }
 
 }  // namespace tg::simd_small::kernel
