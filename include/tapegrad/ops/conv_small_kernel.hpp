@@ -149,68 +149,38 @@ void correlate_grad(const CorrelateGrad<T>& a) {
 
 template <class Arch, class T>
 void copy_rows(const CopyRows<T>& a) {
+    // Locals, not a's fields: the stores below could alias a for all the compiler knows.
+    const T* const src = a.src;
+    T* const dst = a.dst;
+    const std::int64_t count = a.count, rows = a.rows, lds = a.lds, ldd = a.ldd, src_c = a.src_c, dst_c = a.dst_c;
+    const std::int64_t len = a.len, lo = a.lo, hi = a.hi, step = a.step;
 #ifdef __AVX512F__
-    // f32, steps 1 and 2: each 16 destination elements of a row are one store of one vector
-    // whose zero lanes come from masked-off loads (never read); the masks, made once, serve
-    // every row. Step 2 takes elements 2j from s[0, 16) and s[15, 31), as vec::copy_runs.
+    // f32, steps 1 and 2: vec's masked 16-lane blocks, the masks made once for every row.
     if constexpr (sizeof(T) == 4) {
-        using V = xsimd::batch<T, Arch>;
         constexpr std::int64_t W = 16, kMaxBlocks = 8;
-        const std::int64_t blocks = (a.len + W - 1) / W;
-        if ((a.step == 1 || a.step == 2) && blocks <= kMaxBlocks) {
-            auto bits = [](std::int64_t lo, std::int64_t hi) {  // bits [lo, hi) of a 16-bit mask
-                return static_cast<__mmask16>(hi <= lo ? 0u : ((1u << hi) - 1u) & ~((1u << lo) - 1u));
-            };
-            __mmask16 ms[kMaxBlocks], ma[kMaxBlocks], mb[kMaxBlocks];
-            std::intptr_t lane0[kMaxBlocks];
-            for (std::int64_t b = 0; b < blocks; ++b) {
-                const std::int64_t e0 = b * W, w = std::min(W, a.len - e0);
-                const std::int64_t dlo = std::clamp(a.lo - e0, std::int64_t{0}, w), dhi = std::clamp(a.hi - e0, dlo, w);
-                ms[b] = bits(0, w);
-                ma[b] = a.step == 1 ? bits(dlo, dhi) : bits(2 * dlo, std::min<std::int64_t>(2 * dhi - 1, W));
-                mb[b] = a.step == 1 ? 0 : bits(std::max<std::int64_t>(2 * dlo, W) - (W - 1), 2 * dhi - 1 - (W - 1));
-                lane0[b] = static_cast<std::intptr_t>((e0 - a.lo) * a.step * std::int64_t{sizeof(T)});
-            }
-            // Locals, not a's fields: the stores below could alias a for all the compiler knows.
-            const bool reads = a.hi > a.lo;
-            const T* const src = a.src;
-            T* const dst = a.dst;
-            const std::int64_t count = a.count, rows = a.rows, lds = a.lds, ldd = a.ldd, src_c = a.src_c, dst_c = a.dst_c;
+        const std::int64_t blocks = (len + W - 1) / W;
+        if ((step == 1 || step == 2) && blocks <= kMaxBlocks) {
+            vec::kernel::LaneBlock m[kMaxBlocks];
+            for (std::int64_t b = 0; b < blocks; ++b) m[b] = vec::kernel::LaneBlock(b * W, len, lo, hi, step);
+            const bool reads = hi > lo;
             auto body = [&](auto step2) {
                 for (std::int64_t c = 0; c < count; ++c)
                     for (std::int64_t r = 0; r < rows; ++r) {
-                        // (addressed as integers: a masked-off lane's address may lie before the row)
-                        const std::uintptr_t s = reinterpret_cast<std::uintptr_t>(reads ? src + c * src_c + r * lds : src);
+                        const T* s = reads ? src + c * src_c + r * lds : src;
                         T* d = dst + c * dst_c + r * ldd;
-                        for (std::int64_t b = 0; b < blocks; ++b) {
-                            const std::uintptr_t at = s + static_cast<std::uintptr_t>(lane0[b]);
-                            __m512 v = _mm512_maskz_loadu_ps(ma[b], reinterpret_cast<const void*>(at));
-                            if constexpr (decltype(step2)::value)
-                                v = tg::vec::kernel::evens_of<Arch, T>(
-                                    V(v), V(_mm512_maskz_loadu_ps(mb[b], reinterpret_cast<const void*>(at + (W - 1) * sizeof(T)))));
-                            if (ms[b] == 0xffff) _mm512_storeu_ps(d + b * W, v);
-                            else _mm512_mask_storeu_ps(d + b * W, ms[b], v);
-                        }
+                        for (std::int64_t b = 0; b < blocks; ++b)
+                            vec::kernel::copy_block<Arch, decltype(step2)::value>(m[b], s, d + b * W);
                     }
             };
-            if (a.step == 2) body(std::true_type{});
+            if (step == 2) body(std::true_type{});
             else body(std::false_type{});
             return;
         }
     }
 #endif
-    // Elsewhere (AVX2, double): zeros, then the data through vec's strided copy (vector
-    // loads, the even-lane shuffle for step 2), then zeros.
-    const T* const src = a.src;
-    T* const dst = a.dst;
-    const std::int64_t lo = std::min(a.lo, a.len), hi = std::max(lo, std::min(a.hi, a.len)), len = a.len, step = a.step;
-    for (std::int64_t c = 0; c < a.count; ++c)
-        for (std::int64_t r = 0; r < a.rows; ++r) {
-            T* d = dst + c * a.dst_c + r * a.ldd;
-            std::fill(d, d + lo, T(0));
-            if (hi > lo) tg::vec::kernel::copy_strided<Arch, T>(src + c * a.src_c + r * a.lds, step, hi - lo, d + lo);
-            std::fill(d + hi, d + len, T(0));
-        }
+    for (std::int64_t c = 0; c < count; ++c)
+        for (std::int64_t r = 0; r < rows; ++r)
+            vec::kernel::copy_lanes<Arch, T>(src + c * src_c + r * lds, step, dst + c * dst_c + r * ldd, len, lo, hi);
 }
 
 }  // namespace tg::simd_small::kernel

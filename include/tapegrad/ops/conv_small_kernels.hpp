@@ -63,8 +63,7 @@ struct Kernels {
     void (*copy_rows)(const CopyRows<T>& a);
 };
 
-// copy_rows element by element: Isa::scalar's, and the vector kernels' for the cases they
-// leave (the compiler vectorises the step-1 copies in each translation unit).
+// copy_rows element by element: Isa::scalar's (the vector tables' take vec::kernel's row copies).
 template <class T>
 void copy_rows_loop(const CopyRows<T>& a) {
     for (std::int64_t c = 0; c < a.count; ++c)

@@ -146,53 +146,82 @@ void copy_strided(const T* s, std::int64_t step, std::int64_t n, T* d) {
     for (; i < n; ++i) d[i] = s[i * step];
 }
 
+// d[e] = s[(e − lo)·step] for e in [lo, hi), else 0, for e < len (s is not read where
+// hi <= lo): one row of copy_runs, or of a grid copy, element by element where vectors
+// cannot take it.
+template <class Arch, class T>
+void copy_lanes(const T* s, std::int64_t step, T* d, std::int64_t len, std::int64_t lo, std::int64_t hi) {
+    lo = std::min(lo, len);
+    hi = std::clamp(hi, lo, len);
+    std::fill(d, d + lo, T(0));
+    if (hi > lo) copy_strided<Arch, T>(s, step, hi - lo, d + lo);
+    std::fill(d + hi, d + len, T(0));
+}
+
+#ifdef __AVX512F__
+// AVX-512, f32, steps 1 and 2: destination elements [e0, e0 + 16) of a row as one store of
+// one vector whose zero lanes come from masked-off loads. Masked-off lanes are never read,
+// so the loads may start before the row's first source element (addressed as integers).
+// Step 2 takes the needed elements 2j from a = s[0, 16) and b = s[15, 31) (evens_of).
+struct LaneBlock {
+    __mmask16 store = 0, a = 0, b = 0;  // the lanes stored, and loaded by the first and second load
+    std::intptr_t lane0 = 0;            // lane 0's source, in bytes from the row's first element
+    bool reads = false;
+    LaneBlock() = default;
+    LaneBlock(std::int64_t e0, std::int64_t len, std::int64_t lo, std::int64_t hi, std::int64_t step) {
+        constexpr std::int64_t W = 16;
+        auto bits = [](std::int64_t l, std::int64_t h) {  // bits [l, h) of a 16-bit mask
+            return static_cast<__mmask16>(h <= l ? 0u : ((1u << h) - 1u) & ~((1u << l) - 1u));
+        };
+        const std::int64_t w = std::min(W, len - e0);
+        const std::int64_t dlo = std::clamp(lo - e0, std::int64_t{0}, w), dhi = std::clamp(hi - e0, dlo, w);
+        store = bits(0, w);
+        a = step == 1 ? bits(dlo, dhi) : bits(2 * dlo, std::min<std::int64_t>(2 * dhi - 1, W));
+        b = step == 1 ? 0 : bits(std::max<std::int64_t>(2 * dlo, W) - (W - 1), 2 * dhi - 1 - (W - 1));
+        lane0 = static_cast<std::intptr_t>((e0 - lo) * step * std::int64_t{sizeof(float)});
+        reads = dhi > dlo;
+    }
+};
+// The block of the row whose first source element is at `row` (never dereferenced where
+// the block reads nothing) into d.
+template <class Arch, bool Step2>
+inline void copy_block(const LaneBlock& m, const float* row, float* d) {
+    using V = xsimd::batch<float, Arch>;
+    const std::uintptr_t at = reinterpret_cast<std::uintptr_t>(row) + static_cast<std::uintptr_t>(m.lane0);
+    __m512 v = _mm512_maskz_loadu_ps(m.a, reinterpret_cast<const void*>(at));
+    if constexpr (Step2) v = evens_of<Arch, float>(V(v), V(_mm512_maskz_loadu_ps(m.b, reinterpret_cast<const void*>(at + 15 * sizeof(float)))));
+    if (m.store == 0xffff) _mm512_storeu_ps(d, v);
+    else _mm512_mask_storeu_ps(d, m.store, v);
+}
+#endif
+
 template <class Arch, class T>
 void copy_runs(const LaneRun* runs, std::int64_t nruns, const T* src, std::int64_t step, T* dst, std::int64_t count,
                std::int64_t src_stride, std::int64_t dst_stride) {
-    using V = xsimd::batch<T, Arch>;
-    [[maybe_unused]] constexpr std::int64_t W = V::size;  // used by the AVX-512 path only
+    [[maybe_unused]] constexpr std::int64_t W = xsimd::batch<T, Arch>::size;  // used by the AVX-512 path only
 #ifdef __AVX512F__
-    // AVX-512, f32, steps 1 and 2: each 16 destination elements are one masked store of one
-    // vector whose zero lanes come from masked-off loads; masked-off lanes are never read,
-    // so the loads may start before the run's first source element (addressed as integers).
-    // Step 2 takes the needed elements 2j from a = s[0, 16) and b = s[15, 31) (evens_of).
     if constexpr (W == 16 && sizeof(T) == 4) {
         if (step == 1 || step == 2) {
-            for (std::int64_t r = 0; r < nruns; ++r) {
-                const LaneRun u = runs[r];  // a copy: the stores below could alias runs for all the compiler knows
-                for (std::int64_t e0 = 0; e0 < u.len; e0 += W) {
-                    const std::int64_t w = std::min(W, u.len - e0);
-                    const std::int64_t dlo = std::clamp(u.lo - e0, std::int64_t{0}, w), dhi = std::clamp(u.hi - e0, dlo, w);
-                    auto bits = [](std::int64_t lo, std::int64_t hi) {  // bits [lo, hi) of a 16-bit mask
-                        return static_cast<__mmask16>(hi <= lo ? 0u : ((1u << hi) - 1u) & ~((1u << lo) - 1u));
-                    };
-                    const __mmask16 ms = bits(0, w);
-                    const __mmask16 ma = step == 1 ? bits(dlo, dhi) : bits(2 * dlo, std::min<std::int64_t>(2 * dhi - 1, W));
-                    const __mmask16 mb = step == 1 ? 0 : bits(std::max<std::int64_t>(2 * dlo, W) - (W - 1), 2 * dhi - 1 - (W - 1));
-                    // lane 0's source, relative to the run's: (e0 − lo)·step elements
-                    const std::intptr_t lane0 = static_cast<std::intptr_t>((e0 - u.lo) * step * std::int64_t{sizeof(T)});
-                    for (std::int64_t c = 0; c < count; ++c) {
-                        const std::uintptr_t s =
-                            reinterpret_cast<std::uintptr_t>(src + (dhi > dlo ? u.src + c * src_stride : 0)) + static_cast<std::uintptr_t>(lane0);
-                        __m512 v = _mm512_maskz_loadu_ps(ma, reinterpret_cast<const void*>(s));
-                        if (step == 2)
-                            v = evens_of<Arch, T>(V(v), V(_mm512_maskz_loadu_ps(mb, reinterpret_cast<const void*>(s + (W - 1) * sizeof(T)))));
-                        _mm512_mask_storeu_ps(dst + u.dst + c * dst_stride + e0, ms, v);
+            auto body = [&](auto step2) {
+                for (std::int64_t r = 0; r < nruns; ++r) {
+                    const LaneRun u = runs[r];  // a copy: the stores below could alias runs for all the compiler knows
+                    for (std::int64_t e0 = 0; e0 < u.len; e0 += W) {
+                        const LaneBlock m(e0, u.len, u.lo, u.hi, step);
+                        for (std::int64_t c = 0; c < count; ++c)
+                            copy_block<Arch, decltype(step2)::value>(m, m.reads ? src + u.src + c * src_stride : src,
+                                                                     dst + u.dst + c * dst_stride + e0);
                     }
                 }
-            }
+            };
+            if (step == 2) body(std::true_type{});
+            else body(std::false_type{});
             return;
         }
     }
 #endif
     for (std::int64_t r = 0; r < nruns; ++r) {
         const LaneRun u = runs[r];
-        for (std::int64_t c = 0; c < count; ++c) {
-            T* d = dst + u.dst + c * dst_stride;
-            std::fill(d, d + u.lo, T(0));
-            if (u.hi > u.lo) copy_strided<Arch, T>(src + u.src + c * src_stride, step, u.hi - u.lo, d + u.lo);
-            std::fill(d + u.hi, d + u.len, T(0));
-        }
+        for (std::int64_t c = 0; c < count; ++c) copy_lanes<Arch, T>(src + u.src + c * src_stride, step, dst + u.dst + c * dst_stride, u.len, u.lo, u.hi);
     }
 }
 
