@@ -375,8 +375,12 @@ Tensor dispatch(ConvKind kind, const Tensor& a, const Tensor& b, const Tensor& b
 namespace detail {
 
 ConvPlan plan_call(ConvKind kind, const ConvGeometry& g, DType ct) {
-    return plan_conv(kind, g, team_size(2.0 * g.macs(), kTeamMinFlops), workspace_budget(), dtype_size(ct),
-                     transposed_algo(), small_conv());
+    ConvPlan p = plan_conv(kind, g, team_size(2.0 * g.macs(), kTeamMinFlops), workspace_budget(), dtype_size(ct),
+                           transposed_algo(), small_conv());
+    // The direct kernels fork once and share nothing (no barriers, no shared buffers): a
+    // team pays off on a quarter of the work a GEMM step needs.
+    if (p.strategy == ConvStrategy::Small) p.team = team_size(2.0 * g.macs(), kTeamMinFlops / 4);
+    return p;
 }
 
 template <class T>
