@@ -114,15 +114,17 @@ ConvPlan plan_conv(ConvKind kind, const ConvGeometry& g, int team, std::int64_t 
     ConvPlan p;
     p.kind = kind;
     const bool nxc = g.layout == Layout::NXC;
-    if (g.Ig == 1 && g.Og == 1) {  // depthwise: no GEMM worth the name
-        p.strategy = ConvStrategy::Depthwise;
-        p.writes_all = kind == ConvKind::Transposed && !nxc;
-        return p;
-    }
+    // The small-channel kernels first: on NCX depthwise layers of some size they are 2.2-2.4×
+    // the depthwise kernels' speed (bench/RESULTS.md), which keep NXC and the smallest.
     if (small_fits(kind, g, elem_bytes, algo, small)) {
         p.strategy = ConvStrategy::Small;
         p.team = std::max(1, team);
         p.writes_all = kind != ConvKind::WeightGrad;
+        return p;
+    }
+    if (g.Ig == 1 && g.Og == 1) {  // depthwise: no GEMM worth the name
+        p.strategy = ConvStrategy::Depthwise;
+        p.writes_all = kind == ConvKind::Transposed && !nxc;
         return p;
     }
     if (kind == ConvKind::Transposed && !nxc && algo == TransposedAlgo::Phases) {

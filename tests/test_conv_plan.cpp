@@ -165,7 +165,12 @@ TEST_CASE("conv plan: the small-channel rule", "[conv_plan]") {
         CHECK(plan(k, c1, SmallConv::Never).strategy != ConvStrategy::Small);
         CHECK(plan(k, conv2d(2, 64, 64, 64, 3), SmallConv::Always).strategy == ConvStrategy::Small);
         CHECK(plan(k, conv2d(64, 1, 16, 28, 3, 1, Layout::NXC)).strategy != ConvStrategy::Small);  // NCX only
-        CHECK(plan(k, conv2d(2, 8, 8, 10, 3, 8), SmallConv::Always).strategy == ConvStrategy::Depthwise);
+        // Depthwise: the direct small-channel kernels from 2^16 multiply-adds on (NCX), the
+        // depthwise kernels below that and for NXC.
+        CHECK(plan(k, conv2d(2, 8, 8, 10, 3, 8)).strategy == ConvStrategy::Depthwise);
+        CHECK(plan(k, conv2d(8, 128, 128, 32, 4, 128)).strategy == ConvStrategy::Small);
+        CHECK(plan(k, conv2d(8, 128, 128, 32, 4, 128, Layout::NXC)).strategy == ConvStrategy::Depthwise);
+        CHECK(plan(k, conv2d(2, 8, 8, 10, 3, 8), SmallConv::Always).strategy == ConvStrategy::Small);
     }
     // A transposed algorithm asked for by name wins.
     CHECK(plan(ConvKind::Transposed, c1, SmallConv::Always, TransposedAlgo::Col2im).strategy != ConvStrategy::Small);

@@ -36,7 +36,7 @@ void set_small_conv(SmallConv mode);
 SmallConv small_conv();
 
 enum class ConvStrategy {
-    Depthwise,  // Ig = Og = 1: the direct kernels of tapegrad/ops/conv_direct.hpp (no GEMM)
+    Depthwise,  // Ig = Og = 1 where Small does not apply (NXC, the smallest): tapegrad/ops/conv_direct.hpp
     Small,      // few channels per group (NCX): the direct kernels of tapegrad/ops/conv_small.hpp
     Phases,     // the transposed kernel by stride phases (tapegrad/ops/conv_phases.hpp)
     Serial,     // one thread: tiles in order, groups in order
