@@ -132,16 +132,33 @@ void for_rows(int D, const std::int64_t* dims, F&& f) {
 // grids one after another ([o][front + n·PS]). A tap then reads every image of the chunk
 // at one offset, so a kernel call runs over all of them as one flat range of positions
 // (an image's positions past T are dropped, or zero on the o-side, like a row's padding).
+//
+// A call's work is units of (chunk, group), unit u being group u mod G of chunk u / G.
 struct Chunk {
     const PhaseGrid& pg;
-    std::int64_t per;                        // images per chunk
+    std::int64_t N, G, per;                   // the batch, its groups, images per chunk
     std::int64_t phase_ld, i_ld, o_ld, r_ld;  // strides: a phase's planes, an i-side channel,
                                               // an o-side channel, a result i-side channel
-    Chunk(const PhaseGrid& grid, std::int64_t images)
-        : pg(grid), per(images), phase_ld(images * grid.PS), i_ld(grid.phases * images * grid.PS),
+    Chunk(const PhaseGrid& grid, const ConvGeometry& g, std::int64_t images)
+        : pg(grid), N(g.N), G(g.G), per(images), phase_ld(images * grid.PS), i_ld(grid.phases * images * grid.PS),
           o_ld(round_up(grid.front + images * grid.PS + simd_small::kMargin, simd_small::kLanes)),
           r_ld(round_up(i_ld + simd_small::kMargin, simd_small::kLanes)) {}
     std::int64_t len(std::int64_t nb) const { return nb * pg.PS; }
+    std::int64_t units() const { return (N + per - 1) / per * G; }
+    struct Unit {
+        std::int64_t group, n0, nb, G;  // the group, the chunk's first image, its image count; groups
+        // Offset of image n of the chunk, channel 0 of the group, in a tensor of C channels
+        // per group and `plane` values per channel.
+        std::int64_t at(std::int64_t n, std::int64_t C, std::int64_t plane) const { return ((n0 + n) * G + group) * C * plane; }
+    };
+    Unit unit(std::int64_t u) const {
+        const std::int64_t n0 = u / G * per;
+        return {u % G, n0, std::min(per, N - n0), G};
+    }
+    // A thread's i-side planes: `channels` of them, then zeros for the reads a tile makes up
+    // to `front` + a tile past an image's plane (positions it drops, or zeros of u in the
+    // weight gradient).
+    std::int64_t i_buffer(std::int64_t channels) const { return channels * i_ld + pg.front + simd_small::kMargin; }
     // Tap k's offset in the i-side planes of a channel.
     std::vector<std::int64_t> tap_offsets() const {
         std::vector<std::int64_t> off;
@@ -302,7 +319,7 @@ void small_forward(const ConvGeometry& g, const T* x, const T* w, T* y, int team
     const std::int64_t N = g.N, G = g.G, Ig = g.Ig, Og = g.Og, Kn = g.kernel_numel(), Xn = g.in_numel(), P = g.out_numel();
     const PhaseGrid pg(g);
     // Chunks: as many as the team has threads at least; the sums do not depend on them.
-    const Chunk ch(pg, chunk_images(g, pg, sizeof(T), (N + team - 1) / std::max(1, team)));
+    const Chunk ch(pg, g, chunk_images(g, pg, sizeof(T), (N + team - 1) / std::max(1, team)));
     const GridCopies gc(g, pg, ch);
     const std::vector<std::int64_t> off = ch.tap_offsets();
     // W[g, o, i, k] as [g][(i·Kn + k)·Og + o].
@@ -310,22 +327,20 @@ void small_forward(const ConvGeometry& g, const T* x, const T* w, T* y, int team
     for (std::int64_t gi = 0; gi < G; ++gi)
         for (std::int64_t o = 0; o < Og; ++o)
             for (std::int64_t ik = 0; ik < Ig * Kn; ++ik) wp[(gi * Ig * Kn + ik) * Og + o] = w[(gi * Og + o) * Ig * Kn + ik];
-    const std::int64_t chunks = (N + ch.per - 1) / ch.per, units = chunks * G;
+    const std::int64_t units = ch.units(), i_thread = ch.i_buffer(Ig);
     const int nt = units_team(team, units);
-    // A tile reads up to `front` + a tile past an image's plane (positions it drops, or zeros
-    // of u in the weight gradient): zeros after the last one.
-    const std::int64_t i_thread = Ig * ch.i_ld + pg.front + simd_small::kMargin;
     Buffer<T> planes = zeroed<T>(nt * i_thread), grids(nt * Og * ch.o_ld);
     const simd_small::Kernels<T>& k = small_kernels<T>();
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (std::int64_t un = 0; un < units; ++un) {
         const int id = omp_get_thread_num();
-        const std::int64_t gi = un % G, n0 = un / G * ch.per, nb = std::min(ch.per, N - n0);
+        const Chunk::Unit c = ch.unit(un);
         T* pl = planes.data() + id * i_thread;
         T* gr = grids.data() + id * Og * ch.o_ld;
-        for (std::int64_t n = 0; n < nb; ++n) gc.planes_from(x + ((n0 + n) * G + gi) * Ig * Xn, Ig, pl, n);
-        k.correlate({ch.len(nb), Og, Ig, Kn, off.data(), wp.data() + gi * Ig * Kn * Og, pl, ch.i_ld, gr + pg.front, ch.o_ld});
-        for (std::int64_t n = 0; n < nb; ++n) gc.ogrid_to(gr, Og, y + ((n0 + n) * G + gi) * Og * P, n);
+        for (std::int64_t n = 0; n < c.nb; ++n) gc.planes_from(x + c.at(n, Ig, Xn), Ig, pl, n);
+        k.correlate({ch.len(c.nb), Og, Ig, Kn, off.data(), wp.data() + c.group * Ig * Kn * Og, pl, ch.i_ld, gr + pg.front,
+                     ch.o_ld});
+        for (std::int64_t n = 0; n < c.nb; ++n) gc.ogrid_to(gr, Og, y + c.at(n, Og, P), n);
     }
 }
 
@@ -334,7 +349,7 @@ bool small_transposed(const ConvGeometry& g, const T* u, const T* w, T* r, int t
     const std::int64_t N = g.N, G = g.G, Ig = g.Ig, Og = g.Og, Kn = g.kernel_numel(), Xn = g.in_numel(), P = g.out_numel();
     if (!all_finite(w, G * Og * Ig * Kn)) return false;
     const PhaseGrid pg(g);
-    const Chunk ch(pg, chunk_images(g, pg, sizeof(T), (N + team - 1) / std::max(1, team)));
+    const Chunk ch(pg, g, chunk_images(g, pg, sizeof(T), (N + team - 1) / std::max(1, team)));
     const GridCopies gc(g, pg, ch);
     // Per result phase: its taps' offsets back from the grid's front (front − off_k), and
     // the weight as [g][(o·taps + tap)·Ig + i].
@@ -354,23 +369,23 @@ bool small_transposed(const ConvGeometry& g, const T* u, const T* w, T* r, int t
                         v[((gi * Og + o) * nk + t) * Ig + i] = w[((gi * Og + o) * Ig + i) * Kn + taps[t]];
         for (std::int64_t kf : taps) off[ph].push_back(pg.front - pg.tap_off[kf]);
     }
-    const std::int64_t chunks = (N + ch.per - 1) / ch.per, units = chunks * G;
+    const std::int64_t units = ch.units();
     const int nt = units_team(team, units);
     Buffer<T> grids = zeroed<T>(nt * Og * ch.o_ld), planes(nt * Ig * ch.r_ld);
     const simd_small::Kernels<T>& k = small_kernels<T>();
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (std::int64_t un = 0; un < units; ++un) {
         const int id = omp_get_thread_num();
-        const std::int64_t gi = un % G, n0 = un / G * ch.per, nb = std::min(ch.per, N - n0);
+        const Chunk::Unit c = ch.unit(un);
         T* gr = grids.data() + id * Og * ch.o_ld;
         T* pl = planes.data() + id * Ig * ch.r_ld;
-        for (std::int64_t n = 0; n < nb; ++n) gc.ogrid_from(u + ((n0 + n) * G + gi) * Og * P, Og, gr, n);
+        for (std::int64_t n = 0; n < c.nb; ++n) gc.ogrid_from(u + c.at(n, Og, P), Og, gr, n);
         for (std::int64_t ph = 0; ph < pg.phases; ++ph) {  // in order: a tile past a phase's end is rewritten by the next
             const std::int64_t nk = static_cast<std::int64_t>(off[ph].size());
-            k.correlate({ch.len(nb), Ig, Og, nk, off[ph].data(), wp[ph].data() + gi * Og * nk * Ig, gr, ch.o_ld,
+            k.correlate({ch.len(c.nb), Ig, Og, nk, off[ph].data(), wp[ph].data() + c.group * Og * nk * Ig, gr, ch.o_ld,
                          pl + ph * ch.phase_ld, ch.r_ld});
         }
-        for (std::int64_t n = 0; n < nb; ++n) gc.planes_to(pl, Ig, r + ((n0 + n) * G + gi) * Ig * Xn, n);
+        for (std::int64_t n = 0; n < c.nb; ++n) gc.planes_to(pl, Ig, r + c.at(n, Ig, Xn), n);
     }
     return true;
 }
@@ -382,38 +397,36 @@ bool small_weight_grad(const ConvGeometry& g, const T* x, const T* u, T* dw, int
     const PhaseGrid pg(g);
     // Chunks fixed by the geometry alone (at least two where the batch allows), their sums
     // added in chunk order: any team gives the same bits.
-    const Chunk ch(pg, chunk_images(g, pg, sizeof(T), (N + 1) / 2));
+    const Chunk ch(pg, g, chunk_images(g, pg, sizeof(T), (N + 1) / 2));
     const GridCopies gc(g, pg, ch);
     const std::vector<std::int64_t> off = ch.tap_offsets();
-    const std::int64_t chunks = (N + ch.per - 1) / ch.per, wsize = Og * Ig * Kn, units = chunks * G;
+    const std::int64_t wsize = Og * Ig * Kn, units = ch.units(), i_thread = ch.i_buffer(Ig);
     const int nt = units_team(team, units);
-    const std::int64_t i_thread = Ig * ch.i_ld + pg.front + simd_small::kMargin;
     Buffer<T> planes = zeroed<T>(nt * i_thread), grids = zeroed<T>(nt * Og * ch.o_ld), partial(units * wsize);
     std::fill_n(partial.data(), units * wsize, T(0));
     const simd_small::Kernels<T>& k = small_kernels<T>();
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (std::int64_t un = 0; un < units; ++un) {
         const int id = omp_get_thread_num();
-        const std::int64_t gi = un % G, n0 = un / G * ch.per, nb = std::min(ch.per, N - n0);
+        const Chunk::Unit c = ch.unit(un);
         T* pl = planes.data() + id * i_thread;
         T* gr = grids.data() + id * Og * ch.o_ld;
-        for (std::int64_t n = 0; n < nb; ++n) {
-            gc.planes_from(x + ((n0 + n) * G + gi) * Ig * Xn, Ig, pl, n);
-            gc.ogrid_from(u + ((n0 + n) * G + gi) * Og * P, Og, gr, n);
+        for (std::int64_t n = 0; n < c.nb; ++n) {
+            gc.planes_from(x + c.at(n, Ig, Xn), Ig, pl, n);
+            gc.ogrid_from(u + c.at(n, Og, P), Og, gr, n);
         }
         // The kernel sums whole vectors: zeros after the chunk's last image (the margin
         // holds them for a full chunk).
-        if (nb < ch.per)
-            for (std::int64_t o = 0; o < Og; ++o) std::fill_n(gr + o * ch.o_ld + pg.front + ch.len(nb), simd_small::kLanes, T(0));
-        k.correlate_grad({1, ch.len(nb), Og, Ig, Kn, off.data(), gr + pg.front, ch.o_ld, 0, pl, ch.i_ld, 0,
+        if (c.nb < ch.per)
+            for (std::int64_t o = 0; o < Og; ++o) std::fill_n(gr + o * ch.o_ld + pg.front + ch.len(c.nb), simd_small::kLanes, T(0));
+        k.correlate_grad({1, ch.len(c.nb), Og, Ig, Kn, off.data(), gr + pg.front, ch.o_ld, 0, pl, ch.i_ld, 0,
                           partial.data() + un * wsize});
     }
-    for (std::int64_t c = 0; c < chunks; ++c)
-        for (std::int64_t gi = 0; gi < G; ++gi) {
-            const T* pp = partial.data() + (c * G + gi) * wsize;
-            T* d = dw + gi * wsize;
-            for (std::int64_t e = 0; e < wsize; ++e) d[e] += pp[e];
-        }
+    for (std::int64_t un = 0; un < units; ++un) {  // chunk by chunk, in order
+        const T* pp = partial.data() + un * wsize;
+        T* d = dw + ch.unit(un).group * wsize;
+        for (std::int64_t e = 0; e < wsize; ++e) d[e] += pp[e];
+    }
     return true;
 }
 

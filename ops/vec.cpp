@@ -44,9 +44,7 @@ void copy_runs_scalar(const LaneRun* runs, std::int64_t n, const T* src, std::in
     for (std::int64_t r = 0; r < n; ++r)
         for (std::int64_t c = 0; c < count; ++c) {
             const LaneRun& u = runs[r];
-            T* d = dst + u.dst + c * dst_stride;
-            for (std::int64_t e = 0; e < u.len; ++e)
-                d[e] = e >= u.lo && e < u.hi ? src[u.src + c * src_stride + (e - u.lo) * step] : T(0);
+            copy_lanes_scalar(src + u.src + c * src_stride, step, dst + u.dst + c * dst_stride, u.len, u.lo, u.hi);
         }
 }
 

@@ -4,10 +4,10 @@
 // through simd::Dispatch. Both kernels work on flat grids: every spatial position of a
 // plane is one index t, and a tap is a fixed offset from it.
 #pragma once
-#include <algorithm>
 #include <cstdint>
 
 #include "tapegrad/core/simd.hpp"
+#include "tapegrad/ops/vec_kernels.hpp"
 
 namespace tg::simd_small {
 
@@ -67,15 +67,8 @@ struct Kernels {
 template <class T>
 void copy_rows_loop(const CopyRows<T>& a) {
     for (std::int64_t c = 0; c < a.count; ++c)
-    for (std::int64_t r = 0; r < a.rows; ++r) {
-        T* d = a.dst + c * a.dst_c + r * a.ldd;
-        const T* s = a.src + c * a.src_c + r * a.lds;
-        std::fill(d, d + std::min(a.lo, a.len), T(0));
-        if (a.step == 1) std::copy(s, s + std::max<std::int64_t>(0, a.hi - a.lo), d + a.lo);
-        else
-            for (std::int64_t e = a.lo; e < a.hi; ++e) d[e] = s[(e - a.lo) * a.step];
-        std::fill(d + std::max(a.lo, a.hi), d + a.len, T(0));
-    }
+        for (std::int64_t r = 0; r < a.rows; ++r)
+            vec::copy_lanes_scalar(a.src + c * a.src_c + r * a.lds, a.step, a.dst + c * a.dst_c + r * a.ldd, a.len, a.lo, a.hi);
 }
 
 extern const Kernels<float> f32_scalar, f32_avx2, f32_avx512;

@@ -21,6 +21,13 @@ struct Kernels {
     void (*transpose)(const T* src, std::int64_t lds, std::int64_t rows, std::int64_t cols, T* dst, std::int64_t ldd);
 };
 
+// d[e] = s[(e − lo)·step] for e in [lo, hi), else 0, for e < len, element by element:
+// Isa::scalar's copy of a LaneRun (copy_runs) and of a grid row (the small-channel kernels').
+template <class T>
+void copy_lanes_scalar(const T* s, std::int64_t step, T* d, std::int64_t len, std::int64_t lo, std::int64_t hi) {
+    for (std::int64_t e = 0; e < len; ++e) d[e] = e >= lo && e < hi ? s[(e - lo) * step] : T(0);
+}
+
 extern const Kernels<float> f32_scalar, f32_avx2, f32_avx512;
 extern const Kernels<double> f64_scalar, f64_avx2, f64_avx512;
 
