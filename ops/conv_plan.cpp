@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <initializer_list>
 #include <optional>
 #include <string>
 
@@ -12,24 +13,29 @@ namespace tg {
 
 namespace {
 
-// Read on first use, never during static initialisation: an invalid value is an error
-// thrown where a transposed convolution runs (so a program can catch it and report it), not
-// a termination before main.
-TransposedAlgo initial_transposed_algo() {
-    const std::optional<std::string> e = env::choice("TAPEGRAD_TRANSPOSED", {"auto", "col2im", "phases"});
-    return !e || *e == "auto" ? TransposedAlgo::Auto : *e == "col2im" ? TransposedAlgo::Col2im : TransposedAlgo::Phases;
+// A setting whose values are E's enumerators, spelled `names` in their order (the first
+// the default), from the environment variable `var`. Read on first use, never during
+// static initialisation: an invalid value is an error thrown where a convolution runs (so
+// a program can catch it and report it), not a termination before main.
+template <class E>
+std::atomic<E>& enum_setting(const char* var, std::initializer_list<const char*> names) {
+    static std::atomic<E> s{[&] {
+        const std::optional<std::string> e = env::choice(var, names);
+        int i = 0;
+        if (e)
+            for (const char* name : names) {
+                if (*e == name) break;
+                ++i;
+            }
+        return static_cast<E>(e ? i : 0);
+    }()};
+    return s;
 }
 std::atomic<TransposedAlgo>& transposed_setting() {
-    static std::atomic<TransposedAlgo> s{initial_transposed_algo()};
-    return s;
-}
-SmallConv initial_small_conv() {
-    const std::optional<std::string> e = env::choice("TAPEGRAD_SMALL_CONV", {"auto", "never", "always"});
-    return !e || *e == "auto" ? SmallConv::Auto : *e == "never" ? SmallConv::Never : SmallConv::Always;
+    return enum_setting<TransposedAlgo>("TAPEGRAD_TRANSPOSED", {"auto", "col2im", "phases"});
 }
 std::atomic<SmallConv>& small_setting() {
-    static std::atomic<SmallConv> s{initial_small_conv()};
-    return s;
+    return enum_setting<SmallConv>("TAPEGRAD_SMALL_CONV", {"auto", "never", "always"});
 }
 
 // The rule for the small-channel kernels: NCX, at least kSmallMinMacs multiply-adds (below
