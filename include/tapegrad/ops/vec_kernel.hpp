@@ -131,31 +131,52 @@ xsimd::batch<T, Arch> evens_of(const xsimd::batch<T, Arch>& a, const xsimd::batc
     return xsimd::select(low, xsimd::swizzle(a, even), xsimd::swizzle(b, odd));
 }
 
-// dst[e] = s[e·step] for e < n: vector loads (and the even-lane shuffle for step 2), the
-// tail element by element.
+// dst[e] = s[e·step] for e < n (s and d do not overlap): vector loads (and the even-lane
+// shuffle for step 2); a tail of a run of at least one vector is one more vector that ends
+// at the run's end and overlaps the one before (the rows of a grid or an im2col panel are
+// short: 28 floats are 3 vectors and a tail of 4 at AVX2), a shorter run element by element.
 template <class Arch, class T>
 void copy_strided(const T* s, std::int64_t step, std::int64_t n, T* d) {
     using V = xsimd::batch<T, Arch>;
     constexpr std::int64_t W = V::size;
+    auto vector_at = [&](std::int64_t i) {
+        if (step == 1) V::load_unaligned(s + i).store_unaligned(d + i);
+        else evens_of<Arch, T>(V::load_unaligned(s + 2 * i), V::load_unaligned(s + 2 * i + W - 1)).store_unaligned(d + i);
+    };
+    if ((step == 1 || step == 2) && n >= W) {
+        std::int64_t i = 0;
+        for (; i + W <= n; i += W) vector_at(i);
+        if (i < n) vector_at(n - W);
+        return;
+    }
+    for (std::int64_t i = 0; i < n; ++i) d[i] = s[i * step];
+}
+
+// d[e] = 0 for e < n: vectors, the tail as one overlapping vector; a short run element by
+// element (not std::fill, which calls memset for a handful of floats).
+template <class Arch, class T>
+void zero_lanes(T* d, std::int64_t n) {
+    using V = xsimd::batch<T, Arch>;
+    constexpr std::int64_t W = V::size;
+    if (n < W) {
+        for (std::int64_t i = 0; i < n; ++i) d[i] = T(0);
+        return;
+    }
+    const V z(T(0));
     std::int64_t i = 0;
-    if (step == 1)
-        for (; i + W <= n; i += W) V::load_unaligned(s + i).store_unaligned(d + i);
-    else if (step == 2)
-        for (; i + W <= n; i += W)
-            evens_of<Arch, T>(V::load_unaligned(s + 2 * i), V::load_unaligned(s + 2 * i + W - 1)).store_unaligned(d + i);
-    for (; i < n; ++i) d[i] = s[i * step];
+    for (; i + W <= n; i += W) z.store_unaligned(d + i);
+    if (i < n) z.store_unaligned(d + n - W);
 }
 
 // d[e] = s[(e − lo)·step] for e in [lo, hi), else 0, for e < len (s is not read where
-// hi <= lo): one row of copy_runs, or of a grid copy, element by element where vectors
-// cannot take it.
+// hi <= lo): one row of copy_runs, or of a grid copy, where masked vectors cannot take it.
 template <class Arch, class T>
 void copy_lanes(const T* s, std::int64_t step, T* d, std::int64_t len, std::int64_t lo, std::int64_t hi) {
     lo = std::min(lo, len);
     hi = std::clamp(hi, lo, len);
-    std::fill(d, d + lo, T(0));
+    zero_lanes<Arch, T>(d, lo);
     if (hi > lo) copy_strided<Arch, T>(s, step, hi - lo, d + lo);
-    std::fill(d + hi, d + len, T(0));
+    zero_lanes<Arch, T>(d + hi, len - hi);
 }
 
 #ifdef __AVX512F__
