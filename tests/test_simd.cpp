@@ -12,6 +12,7 @@
 #include "tapegrad/core/blas.hpp"
 #include "isas.hpp"
 #include "tapegrad/core/simd.hpp"
+#include "tapegrad/ops/conv_small_kernels.hpp"
 #include "tapegrad/ops/vec.hpp"
 
 using namespace tg;
@@ -180,12 +181,54 @@ void check_copy_runs(std::int64_t len, std::int64_t lo, std::int64_t hi, std::in
 
 }  // namespace
 
+namespace {
+
+// The small-channel kernels' grid copy (copy_rows: `rows` rows of `count` channels) at one
+// instruction set against the element-by-element copy, on a source that holds exactly the
+// elements read and a destination whose elements outside the rows keep their sentinel.
+void check_copy_rows(const simd_small::Kernels<float>& k, std::int64_t len, std::int64_t lo, std::int64_t hi,
+                     std::int64_t step, std::int64_t rows, std::int64_t count) {
+    const bool reads = hi > lo;
+    const std::int64_t row = reads ? (hi - lo - 1) * step + 1 : 1;
+    const std::int64_t lds = row + 2, src_c = rows * lds + 1, ldd = len + 3, dst_c = rows * ldd + 2;
+    const std::int64_t n_src = reads ? (count - 1) * src_c + (rows - 1) * lds + row : 1;
+    std::vector<float> src(static_cast<std::size_t>(n_src));
+    for (std::int64_t i = 0; i < n_src; ++i) src[i] = float(i + 1);
+    std::vector<float> dst(static_cast<std::size_t>(count * dst_c + 1), -7.f), want = dst;
+    const simd_small::CopyRows<float> a{src.data(), lds, step, dst.data() + 1, ldd, rows, len, lo, hi, count, src_c, dst_c};
+    k.copy_rows(a);
+    simd_small::CopyRows<float> w = a;
+    w.dst = want.data() + 1;
+    simd_small::copy_rows_loop(w);
+    CHECK(dst == want);
+}
+
+}  // namespace
+
+TEST_CASE("the small-channel kernels' grid copy matches its definition at every instruction set", "[simd][vec]") {
+    for (simd::Isa isa : tg::testing::tested_isas()) {
+        const simd_small::Kernels<float>& k = isa == simd::Isa::avx512 ? simd_small::f32_avx512
+                                              : isa == simd::Isa::avx2  ? simd_small::f32_avx2
+                                                                        : simd_small::f32_scalar;
+        for (std::int64_t step : {1, 2, 3})
+            for (std::int64_t len : {0, 1, 3, 4, 5, 7, 8, 9, 12, 15, 16, 17, 24, 31, 32, 33, 40, 129})
+                for (std::int64_t lo : {std::int64_t{0}, std::int64_t{1}, std::int64_t{3}, len / 2, len})
+                    for (std::int64_t hi : {lo, std::min(len, lo + 1), std::min(len, lo + 5), std::max(lo, len - 1), len})
+                        for (std::int64_t rows : {1, 3}) {
+                            if (lo > len || hi > len || hi < lo) continue;
+                            INFO(simd::isa_name(isa) << " step " << step << " len " << len << " lo " << lo << " hi " << hi
+                                                     << " rows " << rows);
+                            check_copy_rows(k, len, lo, hi, step, rows, 2);
+                        }
+    }
+}
+
 TEST_CASE("copy_runs (im2col rows) and transpose match their definitions at every instruction set", "[simd][vec]") {
     const simd::Isa before = simd::active();
     for (simd::Isa isa : tg::testing::tested_isas()) {
         simd::force(isa);
         for (std::int64_t step : {1, 2, 3})
-            for (std::int64_t len : {0, 1, 7, 8, 15, 16, 17, 31, 32, 33, 40})
+            for (std::int64_t len : {0, 1, 3, 4, 5, 7, 8, 9, 12, 15, 16, 17, 31, 32, 33, 40, 239, 240, 241, 481, 512})
                 for (std::int64_t lo : {std::int64_t{0}, std::int64_t{1}, len / 2, len})
                     for (std::int64_t hi : {lo, std::min(len, lo + 1), std::max(lo, len - 1), len})
                         for (std::int64_t count : {1, 3}) {
