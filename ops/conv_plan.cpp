@@ -40,7 +40,8 @@ std::atomic<SmallConv>& small_setting() {
 
 // The rule for the small-channel kernels: NCX, at least kSmallMinMacs multiply-adds (below
 // that the call's fixed costs, grids and buffers, outweigh the work) and one image's grids
-// within a core's L2. The weight gradient: at most kSmallR = Ig·∏K (the GEMM's N). Forward
+// within a core's L2. The weight gradient: Ig·∏K (the GEMM's N, which the GEMM path needs
+// wide) at most kSmallR, or kSmallRStrided where a stride is above 1. Forward
 // and transposed: at most kSmallOg o-side and kSmallIg i-side channels per group (the
 // GEMM's M and K, or K and M/∏K), and at most kSmallWaste grid positions computed per
 // result (the rows' padding; 3-D grids of small planes are mostly padding).
@@ -52,7 +53,10 @@ bool small_fits(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, Tr
     if (g.macs() < kSmallMinMacs) return false;
     const PhaseGrid pg(g);
     if (pg.image_bytes(g, static_cast<std::int64_t>(elem_bytes)) > kTileCacheBytes) return false;
-    if (kind == ConvKind::WeightGrad) return g.R() <= kSmallR;
+    if (kind == ConvKind::WeightGrad) {
+        const bool strided = std::any_of(g.stride.begin(), g.stride.end(), [](std::int64_t s) { return s > 1; });
+        return g.R() <= (strided ? kSmallRStrided : kSmallR);
+    }
     const double computed = static_cast<double>(kind == ConvKind::Forward ? pg.PS : pg.phases * pg.PS);
     const double results = static_cast<double>(kind == ConvKind::Forward ? g.out_numel() : g.in_numel());
     return g.Og <= kSmallOg && g.Ig <= kSmallIg && computed <= kSmallWaste * results;

@@ -127,8 +127,8 @@ TEST_CASE("conv plan: the small-channel rule", "[conv_plan]") {
     auto plan = [](ConvKind k, const ConvGeometry& g, SmallConv m = SmallConv::Auto,
                    TransposedAlgo a = TransposedAlgo::Auto) { return plan_conv(k, g, 2, kDefaultBudget, 4, a, m); };
     // The classifier example's layers (1 -> 16 and 16 -> 32 channels, 3x3 pad 1, 28x28 and
-    // 14x14, 64 images): the first everywhere (its weight gradient's GEMM is 9 columns
-    // wide); the second forward and transposed, its weight gradient (R = 144) by GEMM.
+    // 14x14, 64 images): both everywhere (their weight gradients' GEMMs are 9 and 144
+    // columns wide, within kSmallR at stride 1).
     const ConvGeometry c1 = conv2d(64, 1, 16, 28, 3), c2 = conv2d(64, 16, 32, 14, 3);
     for (ConvKind k : kinds) {
         const ConvPlan p = plan(k, c1);
@@ -140,10 +140,22 @@ TEST_CASE("conv plan: the small-channel rule", "[conv_plan]") {
     }
     CHECK(plan(ConvKind::Forward, c2).strategy == ConvStrategy::Small);
     CHECK(plan(ConvKind::Transposed, c2).strategy == ConvStrategy::Small);
-    CHECK(plan(ConvKind::WeightGrad, c2).strategy != ConvStrategy::Small);
-    // More channels than the rule's limits on either side: the GEMM paths.
-    for (const ConvGeometry& g : {conv2d(16, 5, 64, 32, 4), conv2d(16, 33, 32, 16, 3), conv2d(8, 8, 33, 16, 3)})
-        for (ConvKind k : kinds) CHECK(plan(k, g).strategy != ConvStrategy::Small);
+    CHECK(plan(ConvKind::WeightGrad, c2).strategy == ConvStrategy::Small);
+    // Weight gradients past the limits: 32 i-side channels of 3x3 taps (R = 288), and the
+    // autoencoder's second layer (16 -> 32, stride 2: R = 144 past kSmallRStrided).
+    CHECK(plan(ConvKind::WeightGrad, conv2d(64, 32, 32, 14, 3)).strategy != ConvStrategy::Small);
+    const ConvGeometry a2 = ConvGeometry::forward({.N = 64, .C_in = 16, .C_out = 32, .in_size = {14, 14}, .kernel = {3, 3},
+                                                   .stride = {2, 2}, .pads_begin = {1, 1}, .pads_end = {1, 1}});
+    CHECK(a2.R() == 144);
+    CHECK(plan(ConvKind::WeightGrad, a2).strategy != ConvStrategy::Small);
+    CHECK(plan(ConvKind::Forward, a2).strategy == ConvStrategy::Small);
+    // More channels than the rule's limits on either side: forward and transposed on the
+    // GEMM paths; the weight gradients by R alone (80, 297 and 72 columns).
+    for (const ConvGeometry& g : {conv2d(16, 5, 64, 32, 4), conv2d(16, 33, 32, 16, 3), conv2d(8, 8, 33, 16, 3)}) {
+        CHECK(plan(ConvKind::Forward, g).strategy != ConvStrategy::Small);
+        CHECK(plan(ConvKind::Transposed, g).strategy != ConvStrategy::Small);
+        CHECK((plan(ConvKind::WeightGrad, g).strategy == ConvStrategy::Small) == (g.R() <= kSmallR));
+    }
     // 32 channels on both sides (grouped_g8's groups): forward and transposed are direct.
     CHECK(plan(ConvKind::Forward, conv2d(16, 32, 32, 16, 3)).strategy == ConvStrategy::Small);
     CHECK(plan(ConvKind::Transposed, conv2d(16, 32, 32, 16, 3)).strategy == ConvStrategy::Small);

@@ -90,7 +90,7 @@ ConvPlan plan_conv(ConvKind kind, const ConvGeometry& g, int team, std::int64_t 
 inline constexpr std::int64_t kTileCacheBytes = std::int64_t{1} << 20;
 inline constexpr std::int64_t kMinTileCols = 512, kMinPackedTileCols = 128;
 // The small-channel rule's limits (see plan_conv).
-inline constexpr std::int64_t kSmallOg = 32, kSmallIg = 32, kSmallR = 64;
+inline constexpr std::int64_t kSmallOg = 32, kSmallIg = 32, kSmallR = 256, kSmallRStrided = 64;
 inline constexpr double kSmallMinMacs = 65536, kSmallWaste = 1.5;
 
 }  // namespace tg
