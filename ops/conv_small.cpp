@@ -273,6 +273,7 @@ struct GridCopies {
         const std::int64_t sL = pg.s[L], XL = g.in_size[L], ps = ch.phase_ld;
         std::int64_t dims[kMaxD];
         for (int a = 0; a < D; ++a) dims[a] = g.in_size[a];
+        const vec::Kernels<T>& vk = vec::active_kernels<T>();  // once: a call per row of a few floats
         for (std::int64_t c = 0; c < channels; ++c)
             for_rows(D, dims, [&](std::int64_t row, const std::int64_t* x) {
                 // The row of this row's outer phases and phase 0 of the last axis.
@@ -285,7 +286,7 @@ struct GridCopies {
                 if (sL == 1) {
                     std::memcpy(out, planes + src, static_cast<std::size_t>(XL) * sizeof(T));
                 } else if (sL == 2) {
-                    vec::interleave2(XL / 2, planes + src, planes + src + ps, out);
+                    vk.interleave2(XL / 2, planes + src, planes + src + ps, out, false);
                     if (XL % 2) out[XL - 1] = planes[src + XL / 2];
                 } else {
                     for (std::int64_t xl = 0; xl < XL; ++xl) out[xl] = planes[src + (xl % sL) * ps + xl / sL];

@@ -119,7 +119,7 @@ TEST_CASE("vector kernels (axpy, fma, dot) match plain loops at every instructio
     std::uniform_real_distribution<double> u(-1, 1);
     for (simd::Isa isa : tg::testing::tested_isas()) {
         simd::force(isa);
-        for (std::int64_t n : {0, 1, 7, 8, 15, 16, 17, 31, 32, 33, 100, 1031}) {
+        for (std::int64_t n : {0, 1, 3, 4, 5, 7, 8, 9, 12, 15, 16, 17, 31, 32, 33, 100, 1031}) {
             std::vector<double> a(n), b(n), y(n);
             for (std::int64_t i = 0; i < n; ++i) { a[i] = u(rng); b[i] = u(rng); y[i] = u(rng); }
             std::vector<float> af(a.begin(), a.end()), bf(b.begin(), b.end()), yf(y.begin(), y.end());

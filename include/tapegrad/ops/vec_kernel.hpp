@@ -68,6 +68,22 @@ void interleave2(std::int64_t n, const T* __restrict a, const T* __restrict b, T
         }
         return;
     }
+    if constexpr (sizeof(T) == 4) {
+        // Short f32 runs (a stride-2 layer's 7-float phase rows) by 4-float pairs, the last
+        // pair overlapping the one before; the loop below, which the compiler vectorizes,
+        // leaves runs under a vector to single elements.
+        if (n >= 4 && n < 16) {
+            auto quad = [&](std::int64_t i) {
+                const __m128 x = _mm_loadu_ps(a + i), y = _mm_loadu_ps(b + i);
+                _mm_storeu_ps(out + 2 * i, _mm_unpacklo_ps(x, y));
+                _mm_storeu_ps(out + 2 * i + 4, _mm_unpackhi_ps(x, y));
+            };
+            std::int64_t i = 0;
+            for (; i + 4 <= n; i += 4) quad(i);
+            if (i < n) quad(n - 4);
+            return;
+        }
+    }
     for (std::int64_t i = 0; i < n; ++i) {
         out[2 * i] = a[i];
         out[2 * i + 1] = b[i];
