@@ -9,6 +9,7 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include <immintrin.h>
 #include <xsimd/xsimd.hpp>
@@ -20,6 +21,18 @@ namespace tg::simd_small::kernel {
 
 template <class Arch, class T>
 inline constexpr bool kWide = xsimd::batch<T, Arch>::size * sizeof(T) >= 64;  // 32 vector registers
+
+// f(std::integral_constant<int, n>{}) for a run-time n in [1, MAX]: the register tiles'
+// sizes are template parameters, picked per block at run time.
+template <int MAX, class F>
+void with_size(std::int64_t n, F&& f) {
+    if constexpr (MAX > 1) {
+        if (n >= MAX) f(std::integral_constant<int, MAX>{});
+        else with_size<MAX - 1>(n, f);
+    } else {
+        f(std::integral_constant<int, 1>{});
+    }
+}
 
 template <class Arch, class T, int OB, int TV>
 void correlate_tile(const Correlate<T>& a, std::int64_t o0, std::int64_t t0) {
@@ -50,16 +63,7 @@ template <class Arch, class T, int OBMAX, int TV>
 void correlate_cols(const Correlate<T>& a, std::int64_t t0) {
     for (std::int64_t o0 = 0; o0 < a.nout;) {
         const std::int64_t ob = std::min<std::int64_t>(OBMAX, a.nout - o0);
-        switch (ob) {
-            case 8: if constexpr (OBMAX >= 8) correlate_tile<Arch, T, 8, TV>(a, o0, t0); break;
-            case 7: if constexpr (OBMAX >= 7) correlate_tile<Arch, T, 7, TV>(a, o0, t0); break;
-            case 6: if constexpr (OBMAX >= 6) correlate_tile<Arch, T, 6, TV>(a, o0, t0); break;
-            case 5: if constexpr (OBMAX >= 5) correlate_tile<Arch, T, 5, TV>(a, o0, t0); break;
-            case 4: correlate_tile<Arch, T, 4, TV>(a, o0, t0); break;
-            case 3: correlate_tile<Arch, T, 3, TV>(a, o0, t0); break;
-            case 2: correlate_tile<Arch, T, 2, TV>(a, o0, t0); break;
-            default: correlate_tile<Arch, T, 1, TV>(a, o0, t0); break;
-        }
+        with_size<OBMAX>(ob, [&](auto B) { correlate_tile<Arch, T, B, TV>(a, o0, t0); });
         o0 += ob;
     }
 }
@@ -129,18 +133,11 @@ inline constexpr int kGradKB = kWide<Arch, T> ? 5 : 4;
 // Taps in blocks of near-equal size, at most kGradKB (9 taps: 5 + 4 at AVX-512, 3 × 3 at AVX2).
 template <class Arch, class T, int OB>
 void correlate_grad_taps(const CorrelateGrad<T>& a, std::int64_t c, std::int64_t o0) {
-    constexpr std::int64_t KB = kGradKB<Arch, T>;
+    constexpr int KB = kGradKB<Arch, T>;
     const std::int64_t blocks = (a.ntaps + KB - 1) / KB;
     for (std::int64_t b = 0; b < blocks; ++b) {
         const std::int64_t k0 = a.ntaps * b / blocks, kb = a.ntaps * (b + 1) / blocks - k0;
-        switch (kb) {
-            case 6: if constexpr (KB >= 6) correlate_grad_tile<Arch, T, OB, 6>(a, c, o0, k0); break;
-            case 5: if constexpr (KB >= 5) correlate_grad_tile<Arch, T, OB, 5>(a, c, o0, k0); break;
-            case 4: correlate_grad_tile<Arch, T, OB, 4>(a, c, o0, k0); break;
-            case 3: correlate_grad_tile<Arch, T, OB, 3>(a, c, o0, k0); break;
-            case 2: correlate_grad_tile<Arch, T, OB, 2>(a, c, o0, k0); break;
-            default: correlate_grad_tile<Arch, T, OB, 1>(a, c, o0, k0); break;
-        }
+        with_size<KB>(kb, [&](auto B) { correlate_grad_tile<Arch, T, OB, B>(a, c, o0, k0); });
     }
 }
 
@@ -148,19 +145,12 @@ void correlate_grad_taps(const CorrelateGrad<T>& a, std::int64_t c, std::int64_t
 // 2), so that no block is left with one channel.
 template <class Arch, class T>
 void correlate_grad(const CorrelateGrad<T>& a) {
-    constexpr std::int64_t OB = kGradOB<Arch, T>;
+    constexpr int OB = kGradOB<Arch, T>;
     const std::int64_t blocks = (a.nout + OB - 1) / OB;
     for (std::int64_t c = 0; c < a.nin; ++c)
         for (std::int64_t b = 0; b < blocks; ++b) {
             const std::int64_t o0 = a.nout * b / blocks, ob = a.nout * (b + 1) / blocks - o0;
-            switch (ob) {
-                case 6: if constexpr (OB >= 6) correlate_grad_taps<Arch, T, 6>(a, c, o0); break;
-                case 5: if constexpr (OB >= 5) correlate_grad_taps<Arch, T, 5>(a, c, o0); break;
-                case 4: if constexpr (OB >= 4) correlate_grad_taps<Arch, T, 4>(a, c, o0); break;
-                case 3: correlate_grad_taps<Arch, T, 3>(a, c, o0); break;
-                case 2: correlate_grad_taps<Arch, T, 2>(a, c, o0); break;
-                default: correlate_grad_taps<Arch, T, 1>(a, c, o0); break;
-            }
+            with_size<OB>(ob, [&](auto B) { correlate_grad_taps<Arch, T, B>(a, c, o0); });
         }
 }
 

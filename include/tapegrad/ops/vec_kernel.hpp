@@ -149,6 +149,18 @@ xsimd::batch<T, Arch> evens_of(const xsimd::batch<T, Arch>& a, const xsimd::batc
     return xsimd::select(low, xsimd::swizzle(a, even), xsimd::swizzle(b, odd));
 }
 
+// s[0], s[2], ..., s[2W − 2] as one vector, reading nothing past s[2W − 2].
+template <class Arch, class T>
+xsimd::batch<T, Arch> load_evens(const T* s) {
+    using V = xsimd::batch<T, Arch>;
+    return evens_of<Arch, T>(V::load_unaligned(s), V::load_unaligned(s + V::size - 1));
+}
+// s[0], s[2], s[4], s[6] (4 floats): s[0], s[2] from s[0, 4), s[4], s[6] from s[3, 7), so
+// nothing past s[6] is read.
+inline __m128 load_evens4(const float* s) {
+    return _mm_shuffle_ps(_mm_loadu_ps(s), _mm_loadu_ps(s + 3), _MM_SHUFFLE(3, 1, 2, 0));
+}
+
 // dst[e] = s[e·step] for e < n (s and d do not overlap): vector loads (and the even-lane
 // shuffle for step 2); a tail of a run of at least one vector is one more vector that ends
 // at the run's end and overlaps the one before (the rows of a grid or an im2col panel are
@@ -159,7 +171,7 @@ void copy_strided(const T* s, std::int64_t step, std::int64_t n, T* d) {
     constexpr std::int64_t W = V::size;
     auto vector_at = [&](std::int64_t i) {
         if (step == 1) V::load_unaligned(s + i).store_unaligned(d + i);
-        else evens_of<Arch, T>(V::load_unaligned(s + 2 * i), V::load_unaligned(s + 2 * i + W - 1)).store_unaligned(d + i);
+        else load_evens<Arch, T>(s + 2 * i).store_unaligned(d + i);
     };
     if ((step == 1 || step == 2) && n >= W) {
         std::int64_t i = 0;
@@ -169,11 +181,10 @@ void copy_strided(const T* s, std::int64_t step, std::int64_t n, T* d) {
     }
     if constexpr (sizeof(T) == 4) {
         // f32 runs shorter than a vector (a 7-wide row's phase at AVX2) by 4 floats, the
-        // same way; step 2 takes s[i], s[i + 2] from s[i, i + 4) and s[i + 4], s[i + 6]
-        // from s[i + 3, i + 7), so nothing past the last element used is read.
+        // same way.
         auto quad_at = [&](std::int64_t i) {
             if (step == 1) _mm_storeu_ps(d + i, _mm_loadu_ps(s + i));
-            else _mm_storeu_ps(d + i, _mm_shuffle_ps(_mm_loadu_ps(s + 2 * i), _mm_loadu_ps(s + 2 * i + 3), _MM_SHUFFLE(3, 1, 2, 0)));
+            else _mm_storeu_ps(d + i, load_evens4(s + 2 * i));
         };
         if ((step == 1 || step == 2) && n >= 4) {
             std::int64_t i = 0;
@@ -280,7 +291,7 @@ struct RowPlan {
             const float* src = s + (copy_v[j] - lo) * step;
             float* dst = d + copy_v[j];
             for (std::int64_t r = 0; r < rows; ++r, src += lds, dst += ldd) {
-                if constexpr (Step2) evens_of<Arch, float>(V::load_unaligned(src), V::load_unaligned(src + W - 1)).store_unaligned(dst);
+                if constexpr (Step2) load_evens<Arch, float>(src).store_unaligned(dst);
                 else V::load_unaligned(src).store_unaligned(dst);
             }
         }
@@ -288,7 +299,7 @@ struct RowPlan {
             const float* src = s + (copy_q[j] - lo) * step;
             float* dst = d + copy_q[j];
             for (std::int64_t r = 0; r < rows; ++r, src += lds, dst += ldd) {
-                if constexpr (Step2) _mm_storeu_ps(dst, _mm_shuffle_ps(_mm_loadu_ps(src), _mm_loadu_ps(src + 3), _MM_SHUFFLE(3, 1, 2, 0)));
+                if constexpr (Step2) _mm_storeu_ps(dst, load_evens4(src));
                 else _mm_storeu_ps(dst, _mm_loadu_ps(src));
             }
         }
