@@ -207,9 +207,9 @@ void check_copy_rows(const simd_small::Kernels<float>& k, std::int64_t len, std:
 
 TEST_CASE("the small-channel kernels' grid copy matches its definition at every instruction set", "[simd][vec]") {
     for (simd::Isa isa : tg::testing::tested_isas()) {
-        const simd_small::Kernels<float>& k = isa == simd::Isa::avx512 ? simd_small::f32_avx512
-                                              : isa == simd::Isa::avx2  ? simd_small::f32_avx2
-                                                                        : simd_small::f32_scalar;
+        static constexpr simd::Dispatch<simd_small::Kernels<float>> tables{simd_small::f32_scalar, simd_small::f32_avx2,
+                                                                          simd_small::f32_avx512};
+        const simd_small::Kernels<float>& k = tables.on(isa);
         for (std::int64_t step : {1, 2, 3})
             for (std::int64_t len : {0, 1, 3, 4, 5, 7, 8, 9, 12, 15, 16, 17, 24, 31, 32, 33, 40, 129})
                 for (std::int64_t lo : {std::int64_t{0}, std::int64_t{1}, std::int64_t{3}, len / 2, len})

@@ -161,65 +161,68 @@ inline __m128 load_evens4(const float* s) {
     return _mm_shuffle_ps(_mm_loadu_ps(s), _mm_loadu_ps(s + 3), _MM_SHUFFLE(3, 1, 2, 0));
 }
 
-// dst[e] = s[e·step] for e < n (s and d do not overlap): vector loads (and the even-lane
-// shuffle for step 2); a tail of a run of at least one vector is one more vector that ends
-// at the run's end and overlaps the one before (the rows of a grid or an im2col panel are
-// short: 28 floats are 3 vectors and a tail of 4 at AVX2), a shorter run element by element.
+// How the row copies cut a run of n elements into stores: whole W-element vectors and one
+// more that ends at n and overlaps the one before; below W, Q-element vectors the same way
+// (Q = 0: none); below that single elements. Calls wide(i), quad(i) or one(i) with each
+// store's first element.
+template <std::int64_t W, std::int64_t Q, class Wide, class Quad, class One>
+inline void cut_run(std::int64_t n, Wide&& wide, Quad&& quad, One&& one) {
+    static_assert(Q <= 4, "at most 3 single elements below a Q-element vector");
+    if (n >= W) {
+        std::int64_t i = 0;
+        for (; i + W <= n; i += W) wide(i);
+        if (i < n) wide(n - W);
+        return;
+    }
+    if constexpr (Q > 0) {
+        if (n >= Q) {
+            for (std::int64_t i = 0; i + Q <= n; i += Q) quad(i);
+            if (n % Q) quad(n - Q);
+            return;
+        }
+        // Written out, not a loop: GCC turns a loop of zero stores into a call to memset.
+        if (n > 0) one(0);
+        if (n > 1) one(1);
+        if (n > 2) one(2);
+        return;
+    }
+    for (std::int64_t i = 0; i < n; ++i) one(i);
+}
+
+// dst[e] = s[e·step] for e < n (s and d do not overlap). Steps 1 and 2 as cut_run cuts the
+// run (the rows of a grid or an im2col panel are short: 28 floats at AVX2 are 3 vectors and
+// one overlapping the third, not 3 vectors and 4 single elements), with vector loads and,
+// for step 2, the even-lane shuffle; other steps element by element.
 template <class Arch, class T>
 void copy_strided(const T* s, std::int64_t step, std::int64_t n, T* d) {
     using V = xsimd::batch<T, Arch>;
-    constexpr std::int64_t W = V::size;
-    auto vector_at = [&](std::int64_t i) {
-        if (step == 1) V::load_unaligned(s + i).store_unaligned(d + i);
-        else load_evens<Arch, T>(s + 2 * i).store_unaligned(d + i);
-    };
-    if ((step == 1 || step == 2) && n >= W) {
-        std::int64_t i = 0;
-        for (; i + W <= n; i += W) vector_at(i);
-        if (i < n) vector_at(n - W);
+    if (step != 1 && step != 2) {
+        for (std::int64_t i = 0; i < n; ++i) d[i] = s[i * step];
         return;
     }
-    if constexpr (sizeof(T) == 4) {
-        // f32 runs shorter than a vector (a 7-wide row's phase at AVX2) by 4 floats, the
-        // same way.
-        auto quad_at = [&](std::int64_t i) {
-            if (step == 1) _mm_storeu_ps(d + i, _mm_loadu_ps(s + i));
-            else _mm_storeu_ps(d + i, load_evens4(s + 2 * i));
-        };
-        if ((step == 1 || step == 2) && n >= 4) {
-            std::int64_t i = 0;
-            for (; i + 4 <= n; i += 4) quad_at(i);
-            if (i < n) quad_at(n - 4);
-            return;
-        }
-    }
-    for (std::int64_t i = 0; i < n; ++i) d[i] = s[i * step];
+    // f32 runs shorter than a vector (a 7-wide row's phase at AVX2) by 4 floats.
+    cut_run<V::size, sizeof(T) == 4 ? 4 : 0>(
+        n,
+        [&](std::int64_t i) {
+            if (step == 1) V::load_unaligned(s + i).store_unaligned(d + i);
+            else load_evens<Arch, T>(s + 2 * i).store_unaligned(d + i);
+        },
+        [&](std::int64_t i) {
+            if constexpr (sizeof(T) == 4) _mm_storeu_ps(d + i, step == 1 ? _mm_loadu_ps(s + i) : load_evens4(s + 2 * i));
+        },
+        [&](std::int64_t i) { d[i] = s[i * step]; });
 }
 
-// d[e] = 0 for e < n: vectors, the tail as one overlapping vector; a short run element by
-// element (not std::fill, which calls memset for a handful of floats).
+// d[e] = 0 for e < n as cut_run cuts it, with 16-byte vectors (4 floats, 2 doubles) below a
+// vector: not std::fill, which calls memset for a handful of floats.
 template <class Arch, class T>
 void zero_lanes(T* d, std::int64_t n) {
     using V = xsimd::batch<T, Arch>;
-    constexpr std::int64_t W = V::size;
-    if (n < W) {
-        // 16-byte vectors (4 floats, 2 doubles) the same way, then at most 3 elements
-        // (written out: GCC turns a loop of zero stores into a call to memset).
-        constexpr std::int64_t Q = 16 / sizeof(T);
-        if (n >= Q) {
-            for (std::int64_t i = 0; i + Q <= n; i += Q) _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i), _mm_setzero_si128());
-            _mm_storeu_si128(reinterpret_cast<__m128i*>(d + n - Q), _mm_setzero_si128());
-            return;
-        }
-        if (n > 0) d[0] = T(0);
-        if (n > 1) d[1] = T(0);
-        if (n > 2) d[2] = T(0);
-        return;
-    }
     const V z(T(0));
-    std::int64_t i = 0;
-    for (; i + W <= n; i += W) z.store_unaligned(d + i);
-    if (i < n) z.store_unaligned(d + n - W);
+    cut_run<V::size, 16 / sizeof(T)>(
+        n, [&](std::int64_t i) { z.store_unaligned(d + i); },
+        [&](std::int64_t i) { _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i), _mm_setzero_si128()); },
+        [&](std::int64_t i) { d[i] = T(0); });
 }
 
 // d[e] = s[(e − lo)·step] for e in [lo, hi), else 0, for e < len (s is not read where
@@ -235,9 +238,8 @@ void copy_lanes(const T* s, std::int64_t step, T* d, std::int64_t len, std::int6
 
 // The stores of rows of copy_lanes (f32, steps 1 and 2) that share len, lo and hi, worked
 // out once and replayed store by store down all the rows. Each part of a row, the zeros
-// before lo, the copy, the zeros from hi on, is cut as copy_strided and zero_lanes cut it:
-// whole vectors and an overlapping last one, 4-float vectors below a vector, single
-// elements below 4. Only for rows of at most two vectors (`ok`), where deciding each row's
+// before lo, the copy, the zeros from hi on, is cut by cut_run, as copy_strided and
+// zero_lanes cut it. Only for rows of at most two vectors (`ok`), where deciding each row's
 // stores again costs more than the copy (the autoencoder's 7- and 14-float phase rows at
 // AVX2: its first layer's forward 0.16 -> 0.13 ms); longer rows are faster row by row
 // (the classifier's 30-float rows: 0.45-0.50 against 0.51-0.53 ms).
@@ -261,17 +263,10 @@ struct RowPlan {
     }
     static void cut(std::int64_t a, std::int64_t b, std::int32_t* v, int& nv, std::int32_t* q, int& nq, std::int32_t* one,
                     int& n1) {
-        const std::int64_t n = b - a;
-        if (n >= W) {
-            std::int64_t i = a;
-            for (; i + W <= b; i += W) v[nv++] = static_cast<std::int32_t>(i);
-            if (i < b) v[nv++] = static_cast<std::int32_t>(b - W);
-        } else if (n >= 4) {
-            q[nq++] = static_cast<std::int32_t>(a);
-            if (n > 4) q[nq++] = static_cast<std::int32_t>(b - 4);
-        } else {
-            for (std::int64_t i = a; i < b; ++i) one[n1++] = static_cast<std::int32_t>(i);
-        }
+        auto at = [a](std::int32_t* list, int& count) {
+            return [a, list, &count](std::int64_t i) { list[count++] = static_cast<std::int32_t>(a + i); };
+        };
+        cut_run<W, 4>(b - a, at(v, nv), at(q, nq), at(one, n1));
     }
     // `rows` rows, the first source element of row r at s + r·lds (not read where the copy
     // is empty), into d + r·ldd: store by store, each down all the rows (no decisions
