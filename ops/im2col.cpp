@@ -169,6 +169,11 @@ void list_key(const Axes& ax, const ColTile& tile, std::int64_t c0, std::int64_t
 
 }  // namespace
 
+// The transposing im2col fills rows of enough channels at a time that each run it decides is
+// replayed for about kChunkFloats elements, in at most kPlainFloats (256 KiB of f32), before
+// the transpose.
+constexpr std::int64_t kChunkFloats = 64, kPlainFloats = std::int64_t{1} << 16;
+
 template <class T>
 void im2col_ncx(const ConvGeometry& g, const T* x, const ColTile& tile, std::int64_t group, std::int64_t r0,
                 std::int64_t r1, std::int64_t c0, std::int64_t c1, T* dst, const PanelLayout& rows,
@@ -192,36 +197,45 @@ void im2col_ncx(const ConvGeometry& g, const T* x, const ColTile& tile, std::int
         lists.taps.resize(static_cast<std::size_t>(ax.Kn));
         lists.built.assign(static_cast<std::size_t>(ax.Kn), 0);
     }
-    const std::int64_t first_kf = r0 % ax.Kn, nl = std::min(ax.Kn, r1 - r0);
-    auto runs_of = [&](std::int64_t l) -> const std::vector<vec::LaneRun>& {  // the runs of row r0 + l's tap
-        const std::size_t kf = static_cast<std::size_t>((first_kf + l) % ax.Kn);
-        if (!lists.built[kf]) {
-            list_segments(ax, tile, static_cast<std::int64_t>(kf), c0, c1, cl, lists.taps[kf]);
-            lists.built[kf] = 1;
-            cache.added(static_cast<std::int64_t>(lists.taps[kf].size()));
+    auto runs_of = [&](std::int64_t kf) -> const std::vector<vec::LaneRun>& {  // tap kf's runs
+        const std::size_t k = static_cast<std::size_t>(kf);
+        if (!lists.built[k]) {
+            list_segments(ax, tile, kf, c0, c1, cl, lists.taps[k]);
+            lists.built[k] = 1;
+            cache.added(static_cast<std::int64_t>(lists.taps[k].size()));
         }
-        return lists.taps[kf];
+        return lists.taps[k];
     };
-    auto plane = [&](std::int64_t r) { return x + (tile.n0 * ax.Ctot + group * g.Ig + r / ax.Kn) * ax.Xn; };
-    if (!transposing) {  // each tap's runs, replayed for its channels
-        for (std::int64_t l = 0; l < nl; ++l) {
-            const std::vector<vec::LaneRun>& segs = runs_of(l);
-            vk.copy_runs(segs.data(), static_cast<std::int64_t>(segs.size()), plane(r0 + l), sl, dst + rows.offset(l),
-                           (r1 - r0 - l + ax.Kn - 1) / ax.Kn, ax.Xn, ax.Kn * rows.ld);
+    auto plane = [&](std::int64_t i) { return x + (tile.n0 * ax.Ctot + group * g.Ig + i) * ax.Xn; };
+    // Rows [q0, q1) to d + rl.offset(r − q0): each tap's runs, replayed for its channels.
+    auto fill = [&](std::int64_t q0, std::int64_t q1, T* d, const PanelLayout& rl) {
+        for (std::int64_t l = 0; l < std::min(ax.Kn, q1 - q0); ++l) {
+            const std::int64_t r = q0 + l;
+            const std::vector<vec::LaneRun>& segs = runs_of(r % ax.Kn);
+            vk.copy_runs(segs.data(), static_cast<std::int64_t>(segs.size()), plane(r / ax.Kn), sl, d + rl.offset(l),
+                         (q1 - r + ax.Kn - 1) / ax.Kn, ax.Xn, ax.Kn * rl.ld);
         }
-        return;
-    }
+    };
+    if (!transposing) return fill(r0, r1, dst, rows);
+    // Rows of several panels at a time, filled the same way (each tap's runs replayed for the
+    // chunk's channels: a panel alone, 32 rows, holds one or two channels of a tap, so a
+    // short run was decided again for every row), then transposed a panel at a time.
     const std::int64_t n = c1 - c0, width = rows.panel;
+    // Plain rows one cache line longer than n: a tap's rows lie ∏K rows apart, and at a
+    // multiple of 4 KiB apart (n = 256, ∏K = 16) their stores all fell in one L1 set.
+    const std::int64_t ld = n + 64 / static_cast<std::int64_t>(sizeof(T));
+    const std::int64_t runs = std::max<std::int64_t>(1, static_cast<std::int64_t>(runs_of(r0 % ax.Kn).size()));
+    const std::int64_t channels = (kChunkFloats * runs + n - 1) / n;  // n / runs: a run's mean length
+    const std::int64_t chunk =
+        std::clamp((channels * ax.Kn + width - 1) / width, std::int64_t{1}, std::max<std::int64_t>(1, kPlainFloats / (width * ld))) *
+        width;
     thread_local Buffer<T> plain;
-    if (plain.size() < width * n) plain = Buffer<T>(width * n);
-    for (std::int64_t p0 = r0; p0 < r1; p0 += width) {  // the panel of rows [p0, p1), a tap at a time
-        const std::int64_t p1 = std::min(r1, p0 + width);
-        for (std::int64_t r = p0; r < std::min(p1, p0 + ax.Kn); ++r) {
-            const std::vector<vec::LaneRun>& segs = runs_of(r - r0);
-            vk.copy_runs(segs.data(), static_cast<std::int64_t>(segs.size()), plane(r), sl, plain.data() + (r - p0) * n,
-                           (p1 - r + ax.Kn - 1) / ax.Kn, ax.Xn, ax.Kn * n);
-        }
-        vk.transpose(plain.data(), n, p1 - p0, n, dst + rows.offset(p0 - r0), cols.ld);
+    if (plain.size() < chunk * ld) plain = Buffer<T>(chunk * ld);
+    for (std::int64_t q0 = r0; q0 < r1; q0 += chunk) {
+        const std::int64_t q1 = std::min(r1, q0 + chunk);
+        fill(q0, q1, plain.data(), PanelLayout{ld});
+        for (std::int64_t p0 = q0; p0 < q1; p0 += width)
+            vk.transpose(plain.data() + (p0 - q0) * ld, ld, std::min(q1, p0 + width) - p0, n, dst + rows.offset(p0 - r0), cols.ld);
     }
 }
 

@@ -223,6 +223,33 @@ TEST_CASE("f32 and bf16 kernels match the reference at every SIMD instruction se
     }
 }
 
+// The weight gradient's im2col (im2col_ncx into the GEMM's transposed panels) fills the rows
+// of several panels at a time, as many channels of a tap as make its runs worth deciding
+// once: layers with more channels than the table's, whose reduction (Ig·∏K rows) spans
+// several such chunks and ends inside a panel; short runs (stride 2, 2-D and 3-D) and long
+// ones (1-D, stride 1), at every instruction set, on the GEMM path.
+TEST_CASE("the weight gradient's im2col in chunks of panels matches the reference at every instruction set",
+          "[kernels][simd]") {
+    const tg::testing::IsaGuard restore;
+    const SmallConvGuard sc(SmallConv::Never);
+    std::mt19937_64 rng(4242);
+    const std::vector<ConvConfig> rows = {
+        {"2d 40 channels stride2", 2, 1, 40, 3, {{9, 3, 2, 1, 1, 1}, {10, 3, 2, 1, 1, 1}}},
+        {"3d 12 channels stride2", 1, 1, 12, 2, {{7, 3, 2, 1, 1, 1}, {6, 3, 2, 1, 1, 1}, {7, 3, 2, 1, 1, 1}}},
+        {"1d 24 channels long runs", 2, 1, 24, 5, {{40, 5, 1, 1, 2, 2}}},
+        {"2d 33 channels groups2 tiles", 3, 2, 33, 2, {{8, 3, 2, 1, 1, 1}, {7, 2, 1, 1, 0, 1}}, 20000},
+    };
+    for (simd::Isa isa : tg::testing::tested_isas()) {
+        simd::force(isa);
+        for (const ConvConfig& c : rows) {
+            const WorkspaceGuard ws(c.budget);
+            for (DType dt : {DType::f32, DType::f64})
+                check_against_reference(forward_geometry(c, Layout::NCX), dt, rng,
+                                        describe(c, Layout::NCX, dt) + " at " + simd::isa_name(isa));
+        }
+    }
+}
+
 // Bitwise for f32 (tapegrad's GEMM sums every element in the same order however the work is
 // split) when the tiling does not depend on the team: a small workspace budget is divided
 // between the threads' buffers, so those rows (and f64 on OpenBLAS, whose kernels depend on

@@ -369,6 +369,14 @@ void copy_runs(const LaneRun* runs, std::int64_t nruns, const T* src, std::int64
 #endif
     for (std::int64_t r = 0; r < nruns; ++r) {
         const LaneRun u = runs[r];
+        if constexpr (sizeof(T) == 4) {  // a run of at most two vectors: its stores worked out once, for all count rows
+            const RowPlan<Arch> plan(u.len, u.lo, u.hi);
+            if (plan.ok && count > 1 && (step == 1 || step == 2)) {
+                if (step == 2) plan.template run<true>(src + u.src, src_stride, dst + u.dst, dst_stride, count);
+                else plan.template run<false>(src + u.src, src_stride, dst + u.dst, dst_stride, count);
+                continue;
+            }
+        }
         for (std::int64_t c = 0; c < count; ++c) copy_lanes<Arch, T>(src + u.src + c * src_stride, step, dst + u.dst + c * dst_stride, u.len, u.lo, u.hi);
     }
 }
