@@ -116,13 +116,23 @@ Variable log(const Variable& a) {
                   [](const SavedContext& c, const Variable& g) -> Grads { return {div(g, c.input(0))}; });
 }
 
-// The slope mask is a constant: its own derivative is zero almost everywhere.
+namespace {
+
+// g · step(x, 0, 1), recorded: linear in g, its mask a constant (whose own derivative is zero
+// almost everywhere), so its backward is itself.
+Variable relu_grad(const Variable& g, const Tensor& x) {
+    return record("relu_grad", tg::relu_grad(g.value(), x), {g}, {},
+                  [x](const SavedContext&, const Variable& gg) -> Grads { return {relu_grad(gg, x)}; });
+}
+
+}  // namespace
+
 Variable relu(const Variable& a) {
     return record("relu", tg::relu(float_value(a, "relu")), {a}, {.inputs = {0}},
                   [](const SavedContext& c, const Variable& g) -> Grads {
-                      // 1 where x > 0, and at NaN (PyTorch's relu passes the gradient there, so
-                      // anomaly mode sees the NaN), 0 elsewhere: one vector pass
-                      return {mul(g, constant(step(c.input(0).value(), 0, 1)))};
+                      // g where x > 0, and at NaN (PyTorch's relu passes the gradient there, so
+                      // anomaly mode sees the NaN), g·0 elsewhere: one vector pass
+                      return {relu_grad(g, c.input(0).value())};
                   });
 }
 

@@ -45,6 +45,7 @@ T apply_binary(BinaryOp op, T a, T b) {
         case BinaryOp::Sub: return a - b;
         case BinaryOp::Mul: return a * b;
         case BinaryOp::Div: return a / b;
+        case BinaryOp::ReluGrad: return b <= T(0) ? a * T(0) : a;
     }
     return T(0);
 }
@@ -55,6 +56,7 @@ simd_ew::Bin vector_op(BinaryOp op) {
         case BinaryOp::Sub: return simd_ew::Bin::sub;
         case BinaryOp::Mul: return simd_ew::Bin::mul;
         case BinaryOp::Div: return simd_ew::Bin::div;
+        case BinaryOp::ReluGrad: return simd_ew::Bin::relu_grad;
     }
     return simd_ew::Bin::add;
 }
@@ -65,6 +67,7 @@ const char* binary_name(BinaryOp op) {
         case BinaryOp::Sub: return "sub";
         case BinaryOp::Mul: return "mul";
         case BinaryOp::Div: return "div";
+        case BinaryOp::ReluGrad: return "relu_grad";
     }
     return "?";
 }

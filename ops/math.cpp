@@ -193,6 +193,12 @@ DType result_dtype(DType a, double scalar) {
 Tensor add(const Tensor& a, const Tensor& b) { return arith(BinaryOp::Add, "add", a, b, fn::Add{}); }
 Tensor sub(const Tensor& a, const Tensor& b) { return arith(BinaryOp::Sub, "sub", a, b, fn::Sub{}); }
 Tensor mul(const Tensor& a, const Tensor& b) { return arith(BinaryOp::Mul, "mul", a, b, fn::Mul{}); }
+Tensor relu_grad(const Tensor& grad, const Tensor& x) {
+    need_float(grad, "relu_grad", "grad");
+    need_float(x, "relu_grad", "x");
+    const DType rt = result_dtype(grad.dtype(), x.dtype());
+    return binary_op(BinaryOp::ReluGrad, grad.to(rt), x.to(rt));
+}
 Tensor div(const Tensor& a, const Tensor& b) { return arith(BinaryOp::Div, "div", a, b, fn::Add{}); }  // always float
 Tensor add(const Tensor& a, double b) { return arith_scalar(BinaryOp::Add, "add", a, b, false, fn::Add{}); }
 Tensor sub(const Tensor& a, double b) { return arith_scalar(BinaryOp::Sub, "sub", a, b, false, fn::Sub{}); }

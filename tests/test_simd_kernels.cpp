@@ -348,8 +348,8 @@ std::vector<bool> both_nan(const Tensor& a, const Tensor& b) {
 }  // namespace
 
 TEST_CASE("element-wise ops equal the scalar path bit for bit at every instruction set", "[simd][elementwise]") {
-    const BinaryOp bops[] = {BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div};
-    const char* bnames[] = {"add", "sub", "mul", "div"};
+    const BinaryOp bops[] = {BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div, BinaryOp::ReluGrad};
+    const char* bnames[] = {"add", "sub", "mul", "div", "relu_grad"};
     using Unary = Tensor (*)(const Tensor&, double);
     const std::pair<Unary, const char*> uops[] = {
         {[](const Tensor& x, double) { return neg(x); }, "neg"},
@@ -380,7 +380,7 @@ TEST_CASE("element-wise ops equal the scalar path bit for bit at every instructi
             }
             const std::string where = std::string(dtype_name(dt)) + " n=" + std::to_string(n) + " ";
             const std::vector<bool> ab_nan = both_nan(a, b);
-            for (int k = 0; k < 4; ++k) {
+            for (int k = 0; k < 5; ++k) {
                 check_all_isas([&] { return binary_op(bops[k], a, b); }, ab_nan, where + bnames[k]);
                 check_all_isas([&] { return binary_op(bops[k], a, s); }, {}, where + bnames[k] + " by a scalar");
                 check_all_isas([&] { return binary_op(bops[k], a, s.reshape({1})); }, {}, where + bnames[k] + " by [1]");
@@ -389,6 +389,44 @@ TEST_CASE("element-wise ops equal the scalar path bit for bit at every instructi
                 for (double p : {0.25, -3.0}) check_all_isas([&] { return op(a, p); }, {}, where + name);
             for (const auto& [sc, sh] : affines) check_all_isas([&] { return affine(a, sc, sh); }, {}, where + "affine");
         }
+}
+
+TEST_CASE("relu_grad is grad times step of x in one pass bit for bit at every instruction set", "[simd][elementwise]") {
+    testing::IsaGuard guard;
+    const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+    // x: positive, zero of both signs, negative, infinities, NaN; grad: ordinary, -0, infinities, NaN.
+    const std::vector<double> xs = {2.0, 0.0, -0.0, -1.5, inf, -inf, nan, 1e-30, -1e-30, 3.0, -2.0, 0.5, -0.5, 7.0, -7.0,
+                                    1.0, -1.0, 4.0, -4.0};
+    const std::vector<double> gs = {1.5, -2.0, inf, -inf, nan, -0.0, 0.0, 3.0, -3.0};
+    std::vector<double> xv, gv;
+    for (double x : xs)
+        for (double g : gs) xv.push_back(x), gv.push_back(g);
+    const std::int64_t n = static_cast<std::int64_t>(xv.size());
+    for (simd::Isa isa : vector_isas()) {
+        simd::force(isa);
+        for (DType dt : {DType::f32, DType::f64, DType::bf16}) {
+            const Tensor x = Tensor::from({n}, xv, DType::f64).to(dt), g = Tensor::from({n}, gv, DType::f64).to(dt);
+            INFO(dtype_name(dt) << " at " << simd::isa_name(isa));
+            // Elements equal bit for bit, or both NaN.
+            auto same = [](const Tensor& got, const Tensor& want) {
+                REQUIRE(got.dtype() == want.dtype());
+                REQUIRE(got.shape() == want.shape());
+                const std::vector<double> r = got.values(), w = want.values();
+                std::size_t bad = 0;
+                for (std::size_t i = 0; i < r.size(); ++i) bad += std::isnan(w[i]) ? !std::isnan(r[i]) : bits(r[i]) != bits(w[i]);
+                return bad;
+            };
+            CHECK(same(relu_grad(g, x), mul(g, step(x, 0, 1))) == 0);
+            // Broadcast: one x per row of grads, and a scalar x.
+            const Tensor g2 = g.reshape({static_cast<std::int64_t>(xs.size()), static_cast<std::int64_t>(gs.size())});
+            const Tensor xcol = Tensor::from({static_cast<std::int64_t>(xs.size()), 1}, xs, DType::f64).to(dt);
+            CHECK(same(relu_grad(g2, xcol), mul(g2, step(xcol, 0, 1))) == 0);
+            CHECK(same(relu_grad(g, Tensor::full({}, -1.0, dt)), mul(g, 0.0)) == 0);
+            CHECK(same(relu_grad(g, Tensor::full({}, nan, dt)), g) == 0);
+        }
+    }
+    CHECK_THROWS_WITH(relu_grad(Tensor::from({2}, {1, 2}, DType::i32), Tensor::from({2}, {1, 2}, DType::f32)),
+                      Catch::Contains("relu_grad") && Catch::Contains("grad") && Catch::Contains("i32"));
 }
 
 namespace {
@@ -431,6 +469,10 @@ void check_kernel_coverage(const simd_ew::Kernels<T>& kt, std::int64_t n) {
     run("sub", [&](T* o) { return kt.binary(simd_ew::Bin::sub, x.data(), y.data(), o, n); }, [&](std::int64_t i) { return x[i] - y[i]; }, true);
     run("mul", [&](T* o) { return kt.binary(simd_ew::Bin::mul, x.data(), y.data(), o, n); }, [&](std::int64_t i) { return x[i] * y[i]; }, true);
     run("div", [&](T* o) { return kt.binary(simd_ew::Bin::div, x.data(), y.data(), o, n); }, [&](std::int64_t i) { return x[i] / y[i]; }, true);
+    run("relu_grad", [&](T* o) { return kt.binary(simd_ew::Bin::relu_grad, x.data(), y.data(), o, n); },
+        [&](std::int64_t i) { return y[i] > T(0) || std::isnan(y[i]) ? x[i] : x[i] * T(0); }, false);
+    run("relu_grad by a scalar", [&](T* o) { return kt.binary_scalar(simd_ew::Bin::relu_grad, x.data(), T(-0.0), o, n); },
+        [&](std::int64_t i) { return x[i] * T(0); }, false);
     run("div by a scalar", [&](T* o) { return kt.binary_scalar(simd_ew::Bin::div, x.data(), bs, o, n); }, [&](std::int64_t i) { return x[i] / bs; }, false);
     // The functor maps of tapegrad/ops/functors.hpp on the active set.
     auto vmap = [&](const auto& f, T* o) {

@@ -18,7 +18,9 @@ void need_float(const Tensor& t, const char* op, const char* which = "input");
 // The NumPy broadcast of two shapes; the error names `op` and both shapes.
 Shape broadcast_shapes(const Shape& a, const Shape& b, const std::string& op);
 
-enum class BinaryOp { Add, Sub, Mul, Div };
+// ReluGrad: b <= 0 ? a·0 : a, relu's gradient a passed where b > 0 or b is NaN (one pass for
+// what mul(a, step(b, 0, 1)) does in two, with its values).
+enum class BinaryOp { Add, Sub, Mul, Div, ReluGrad };
 Tensor binary_op(BinaryOp op, const Tensor& a, const Tensor& b);
 
 

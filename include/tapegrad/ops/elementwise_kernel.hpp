@@ -65,6 +65,7 @@ std::int64_t binary(Bin op, const T* a, const T* b, T* out, std::int64_t n) {
         case Bin::sub: return map2<V>(a, b, out, n, [](V x, V y) { return x - y; });
         case Bin::mul: return map2<V>(a, b, out, n, [](V x, V y) { return x * y; });
         case Bin::div: return map2<V>(a, b, out, n, [](V x, V y) { return x / y; });
+        case Bin::relu_grad: return map2<V>(a, b, out, n, [](V x, V y) { return xsimd::select(y <= V(T(0)), x * V(T(0)), x); });
     }
     return 0;
 }
@@ -78,6 +79,9 @@ std::int64_t binary_scalar(Bin op, const T* a, T b, T* out, std::int64_t n) {
         case Bin::sub: return map1<V>(a, out, n, [vb](V x) { return x - vb; });
         case Bin::mul: return map1<V>(a, out, n, [vb](V x) { return x * vb; });
         case Bin::div: return map1<V>(a, out, n, [vb](V x) { return x / vb; });
+        case Bin::relu_grad:
+            if (b <= T(0)) return map1<V>(a, out, n, [](V x) { return x * V(T(0)); });
+            return map1<V>(a, out, n, [](V x) { return x; });
     }
     return 0;
 }

@@ -12,7 +12,7 @@
 
 namespace tg::simd_ew {
 
-enum class Bin { add, sub, mul, div };
+enum class Bin { add, sub, mul, div, relu_grad };  // relu_grad: b <= 0 ? a·0 : a
 
 // One Adam (or AdamW) step's constants, in the parameter's type: the rate, the moment decays,
 // eps, the bias corrections k1 = 1 − b1^t and k2 = 1 − b2^t, the L2 term and AdamW's shrink.

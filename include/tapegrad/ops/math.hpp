@@ -75,6 +75,9 @@ Tensor softplus(const Tensor& t);                  // log(1 + e^t), without over
 // without at_nan, NaN gives `below` too.
 Tensor step(const Tensor& t, double below, double at_nan);
 inline Tensor step(const Tensor& t, double below = 0) { return step(t, below, below); }
+// grad · step(x, 0, 1) in one pass: relu's gradient, grad where x > 0 or x is NaN and grad·0
+// elsewhere (float only; the shapes broadcast, the dtypes promote as mul's).
+Tensor relu_grad(const Tensor& grad, const Tensor& x);
 Tensor pow(const Tensor& t, double p);
 Tensor pow(const Tensor& a, const Tensor& b);  // broadcasting
 Tensor clamp(const Tensor& t, double lo, double hi);  // min(max(t, lo), hi); NaN stays NaN
