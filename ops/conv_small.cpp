@@ -21,13 +21,14 @@ namespace {
 template <class T>
 void correlate_scalar(const Correlate<T>& a) {
     for (std::int64_t o = 0; o < a.nout; ++o)
-        for (std::int64_t t = 0; t < a.len; ++t) {
-            T s = 0;
-            for (std::int64_t c = 0; c < a.nin; ++c)
-                for (std::int64_t k = 0; k < a.ntaps; ++k)
-                    s += a.w[(c * a.ntaps + k) * a.nout + o] * a.in[c * a.ldi + a.off[k] + t];
-            a.out[o * a.ldo + t] = s;
-        }
+        for (std::int64_t n = 0; n < a.images; ++n)
+            for (std::int64_t t = n * a.image_len + a.lo; t < n * a.image_len + a.hi; ++t) {
+                T s = 0;
+                for (std::int64_t c = 0; c < a.nin; ++c)
+                    for (std::int64_t k = 0; k < a.ntaps; ++k)
+                        s += a.w[(c * a.ntaps + k) * a.nout + o] * a.in[c * a.ldi + a.off[k] + t];
+                a.out[o * a.ldo + t] = s;
+            }
 }
 
 template <class T>
@@ -81,6 +82,13 @@ PhaseGrid::PhaseGrid(const ConvGeometry& g) : D(g.D()) {
     }
     PS = pitch[0] * P[0];
     phases = phase_pitch[0] * s[0];
+    // Phase-plane rows q of x = q·s + φ in [0, X): 0 to ⌊(X − 1)/s⌋ over all phases.
+    i_lo = 0;
+    i_hi = 1;
+    for (int a = 0; a < D; ++a) {
+        i_lo += -qlo[a] * pitch[a];
+        i_hi += (floor_div(g.in_size[a] - 1, s[a]) - qlo[a]) * pitch[a];
+    }
     std::int64_t k[kMaxD] = {};
     for (std::int64_t kf = 0; kf < g.kernel_numel(); ++kf) {
         std::int64_t ph = 0, off = 0;
@@ -339,7 +347,7 @@ void small_forward(const ConvGeometry& g, const T* x, const T* w, T* y, int team
         T* pl = planes.data() + id * i_thread;
         T* gr = grids.data() + id * Og * ch.o_ld;
         for (std::int64_t n = 0; n < c.nb; ++n) gc.planes_from(x + c.at(n, Ig, Xn), Ig, pl, n);
-        k.correlate({ch.len(c.nb), Og, Ig, Kn, off.data(), wp.data() + c.group * Ig * Kn * Og, pl, ch.i_ld, gr + pg.front,
+        k.correlate({c.nb, pg.PS, 0, pg.T, Og, Ig, Kn, off.data(), wp.data() + c.group * Ig * Kn * Og, pl, ch.i_ld, gr + pg.front,
                      ch.o_ld});
         for (std::int64_t n = 0; n < c.nb; ++n) gc.ogrid_to(gr, Og, y + c.at(n, Og, P), n);
     }
@@ -383,7 +391,7 @@ bool small_transposed(const ConvGeometry& g, const T* u, const T* w, T* r, int t
         for (std::int64_t n = 0; n < c.nb; ++n) gc.ogrid_from(u + c.at(n, Og, P), Og, gr, n);
         for (std::int64_t ph = 0; ph < pg.phases; ++ph) {  // in order: a tile past a phase's end is rewritten by the next
             const std::int64_t nk = static_cast<std::int64_t>(off[ph].size());
-            k.correlate({ch.len(c.nb), Ig, Og, nk, off[ph].data(), wp[ph].data() + c.group * Og * nk * Ig, gr, ch.o_ld,
+            k.correlate({c.nb, pg.PS, pg.i_lo, pg.i_hi, Ig, Og, nk, off[ph].data(), wp[ph].data() + c.group * Og * nk * Ig, gr, ch.o_ld,
                          pl + ph * ch.phase_ld, ch.r_ld});
         }
         for (std::int64_t n = 0; n < c.nb; ++n) gc.planes_to(pl, Ig, r + c.at(n, Ig, Xn), n);

@@ -205,6 +205,64 @@ void check_copy_rows(const simd_small::Kernels<float>& k, std::int64_t len, std:
 
 }  // namespace
 
+namespace {
+
+// The small-channel correlation at one instruction set against its definition, summed in
+// double: every position of every image's span [lo, hi), and nothing written before the
+// first image's lo. Spans that the kernel runs image by image and spans it runs as one.
+void check_correlate(const simd_small::Kernels<float>& k, std::int64_t images, std::int64_t image_len, std::int64_t lo,
+                     std::int64_t hi, std::int64_t nout, std::int64_t nin) {
+    const std::vector<std::int64_t> off = {0, 1, 3, 9};
+    const std::int64_t ntaps = static_cast<std::int64_t>(off.size());
+    const std::int64_t len = images * image_len, ldi = len + 9 + simd_small::kMargin, ldo = len + simd_small::kMargin;
+    std::mt19937 rng(static_cast<unsigned>(images * 131 + lo * 17 + hi + nout * 7 + nin));
+    std::uniform_real_distribution<float> u(-1.f, 1.f);
+    std::vector<float> in(static_cast<std::size_t>(nin * ldi)), w(static_cast<std::size_t>(nin * ntaps * nout));
+    for (float& v : in) v = u(rng);
+    for (float& v : w) v = u(rng);
+    const float sentinel = -1234.5f;
+    std::vector<float> out(static_cast<std::size_t>(nout * ldo), sentinel);
+    k.correlate({images, image_len, lo, hi, nout, nin, ntaps, off.data(), w.data(), in.data(), ldi, out.data(), ldo});
+    std::int64_t bad = 0, touched = 0;
+    for (std::int64_t o = 0; o < nout; ++o) {
+        for (std::int64_t t = 0; t < lo; ++t) touched += out[o * ldo + t] != sentinel;
+        for (std::int64_t n = 0; n < images; ++n)
+            for (std::int64_t t = n * image_len + lo; t < n * image_len + hi; ++t) {
+                double want = 0, scale = 0;
+                for (std::int64_t c = 0; c < nin; ++c)
+                    for (std::int64_t kk = 0; kk < ntaps; ++kk) {
+                        const double p = double(w[(c * ntaps + kk) * nout + o]) * in[c * ldi + off[kk] + t];
+                        want += p;
+                        scale += std::fabs(p);
+                    }
+                bad += !(std::fabs(out[o * ldo + t] - want) <= 1e-6 * scale * double(nin * ntaps));
+            }
+    }
+    INFO("images " << images << " image_len " << image_len << " span [" << lo << ", " << hi << ") nout " << nout << " nin "
+                   << nin << ": " << bad << " wrong, " << touched << " written before the first span");
+    CHECK(bad == 0);
+    CHECK(touched == 0);
+}
+
+}  // namespace
+
+TEST_CASE("the small-channel correlation covers every image's span at every instruction set", "[simd][small]") {
+    for (simd::Isa isa : tg::testing::tested_isas()) {
+        static constexpr simd::Dispatch<simd_small::Kernels<float>> tables{simd_small::f32_scalar, simd_small::f32_avx2,
+                                                                          simd_small::f32_avx512};
+        const simd_small::Kernels<float>& k = tables.on(isa);
+        INFO(simd::isa_name(isa));
+        // (images, image_len, lo, hi): a 7 × 7 grid of pitch 8 (run image by image at AVX2),
+        // spans that start past 0 (the transposed kernel's phase planes), long images with a
+        // short gap (run as one span), one image, spans shorter than a vector.
+        const std::int64_t spans[][4] = {{5, 64, 0, 55},  {4, 64, 9, 64},   {3, 225, 15, 210}, {4, 900, 0, 838},
+                                          {1, 50, 0, 50},  {6, 40, 3, 7},    {3, 33, 0, 33},    {2, 300, 20, 21}};
+        for (const auto& sp : spans)
+            for (std::int64_t nout : {1, 2, 3, 6, 8, 13, 32})
+                for (std::int64_t nin : {1, 3}) check_correlate(k, sp[0], sp[1], sp[2], sp[3], nout, nin);
+    }
+}
+
 TEST_CASE("the small-channel kernels' grid copy matches its definition at every instruction set", "[simd][vec]") {
     for (simd::Isa isa : tg::testing::tested_isas()) {
         static constexpr simd::Dispatch<simd_small::Kernels<float>> tables{simd_small::f32_scalar, simd_small::f32_avx2,

@@ -35,6 +35,7 @@ struct PhaseGrid {
     std::int64_t phases = 1;  // ∏ s: phase planes per i-side channel
     std::int64_t PS = 1;      // ∏ P: one phase plane, one o-side grid
     std::int64_t T = 1;       // o-side positions computed: the flat index of the last one, + 1
+    std::int64_t i_lo = 0, i_hi = 1;  // the phase-plane positions of i-side values: [i_lo, i_hi)
     std::int64_t front = 0;   // zeros before an o-side grid the transposed kernel reads (the largest tap offset)
     std::vector<std::int64_t> tap_phase, tap_off;  // per tap (C order): its phase plane and flat offset
 

@@ -18,11 +18,13 @@ inline constexpr std::int64_t kMargin = 128;
 inline constexpr std::int64_t kLanes = 16;
 
 // out[o·ldo + t] = Σ_c Σ_k w[(c·ntaps + k)·nout + o] · in[c·ldi + off[k] + t]
-// for o < nout and t < len; whole register tiles are written, so up to kMargin − 1
-// positions past len as well (and inputs are read that far past).
+// for o < nout and t = n·image_len + p, n < images, lo <= p < hi: the positions of each image
+// that are read afterwards. Each image's span is computed in whole vectors, image after
+// image, so up to a vector less one past its end is written too (and inputs are read that
+// far past): positions past hi, or the next image's, rewritten when its turn comes.
 template <class T>
 struct Correlate {
-    std::int64_t len, nout, nin, ntaps;
+    std::int64_t images, image_len, lo, hi, nout, nin, ntaps;
     const std::int64_t* off;
     const T* w;
     const T* in;
