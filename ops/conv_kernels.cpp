@@ -12,6 +12,7 @@
 #include "tapegrad/ops/conv_phases.hpp"
 #include "tapegrad/ops/conv_small.hpp"
 #include "tapegrad/ops/im2col.hpp"
+#include "tapegrad/ops/vec_kernels.hpp"
 
 #include <omp.h>
 
@@ -83,6 +84,7 @@ struct Step {
     const OSide<T>& os;
     T *x, *o, *wm;  // i-side, o-side, weight matrix in col's row order (see run_conv)
     const std::vector<PackedA<T>>* packed;  // NCX forward/transposed: each group's weight, packed once
+    T w_beta;       // the weight gradient: 1 adds into wm, 0 writes it (a tile's own partial sum)
 };
 
 // One group of one tile, run by thread `t` of a team of `nt` threads. Threads split the
@@ -162,10 +164,10 @@ void group_step(const Step<T>& s, const ColTile& tile, std::int64_t grp, T* col,
                                PanelLayout{width});
                     zero_panel_tail(dst, n, width, kc);
                 };
-                gemm_from<T>(false, Og, r1 - r0, C, T(1), om, ldo, panel_source<T>(cols_t), T(1), dw + r0, R);
+                gemm_from<T>(false, Og, r1 - r0, C, T(1), om, ldo, panel_source<T>(cols_t), s.w_beta, dw + r0, R);
             } else {  // dWk_g[Og × r] += u_gᵀ[Og × C] · col[C × r]
                 barrier();
-                gemm<T>(true, false, Og, r1 - r0, C, T(1), om, ldo, col + r0, R, T(1), dw + r0, R);
+                gemm<T>(true, false, Og, r1 - r0, C, T(1), om, ldo, col + r0, R, s.w_beta, dw + r0, R);
             }
             break;
         }
@@ -218,7 +220,7 @@ struct Exec {
             for (std::int64_t grp = 0; grp < g.G; ++grp) packed.emplace_back(tr, tr ? R : Og, tr ? Og : R, w + grp * Og * R, R);
     }
     T* wm() { return p.k_major ? wk.data() : w; }  // the weight matrix in the row order of col
-    Step<T> step(T* weight_matrix) const { return {p.kind, g, os, x, o, weight_matrix, &packed}; }
+    Step<T> step(T* weight_matrix, T w_beta = T(1)) const { return {p.kind, g, os, x, o, weight_matrix, &packed, w_beta}; }
     T* col_of(int id) { return col.empty() ? nullptr : col.data() + id * p.col_elems; }
     T* stage_of(int id) { return stage.empty() ? nullptr : stage.data() + id * p.stage_elems; }
     std::int64_t units() const { return static_cast<std::int64_t>(p.tiles.size()) * g.G; }
@@ -237,15 +239,14 @@ void run_by_partials(Exec<T>& e) {
     const std::int64_t G = e.g.G, wsize = G * e.g.Og * e.g.R(), ntiles = static_cast<std::int64_t>(e.p.tiles.size());
     Buffer<T> partial(e.p.partial_elems);
     T* const wm = e.wm();
-    auto unit = [&](std::int64_t u, T* my_col, T* my_stage) {  // adds into its tile's partial
-        group_step(e.step(partial.data() + (u / G) * wsize), e.tile_of(u), u % G, my_col, my_stage, 0, 1);
+    const vec::Kernels<T>& vk = vec::active_kernels<T>();
+    auto unit = [&](std::int64_t u, T* my_col, T* my_stage) {  // writes its (tile, group) part of its tile's partial
+        group_step(e.step(partial.data() + (u / G) * wsize, T(0)), e.tile_of(u), u % G, my_col, my_stage, 0, 1);
     };
     auto reduce = [&](std::int64_t e0, std::int64_t e1) {  // wm += the partials, in tile order
-        for (std::int64_t t = 0; t < ntiles; ++t)
-            for (std::int64_t i = e0; i < e1; ++i) wm[i] += partial[t * wsize + i];
+        for (std::int64_t t = 0; t < ntiles; ++t) vk.axpy(e1 - e0, T(1), partial.data() + t * wsize + e0, wm + e0);
     };
     if (e.p.team == 1) {
-        std::fill_n(partial.data(), partial.size(), T(0));
         for (std::int64_t u = 0; u < e.units(); ++u) unit(u, e.col_of(0), e.stage_of(0));
         reduce(0, wsize);
         return;
@@ -253,8 +254,6 @@ void run_by_partials(Exec<T>& e) {
 #pragma omp parallel num_threads(e.p.team)
     {
         const int id = omp_get_thread_num(), team = omp_get_num_threads();
-        std::fill(partial.data() + part(partial.size(), id, team), partial.data() + part(partial.size(), id + 1, team), T(0));
-#pragma omp barrier
 #pragma omp for schedule(static)
         for (std::int64_t u = 0; u < e.units(); ++u) unit(u, e.col_of(id), e.stage_of(id));
         reduce(part(wsize, id, team), part(wsize, id + 1, team));
