@@ -160,7 +160,12 @@ ConvPlan plan_conv(ConvKind kind, const ConvGeometry& g, int team, std::int64_t 
                              !by_group && g.Ig >= nt;
     const bool own_buffers = nt > 1 && (independent || by_group || by_images || kind == ConvKind::WeightGrad);
     const int nbuf = own_buffers ? nt : 1;
-    p.tiles = make_tiles(g.N, P, tile_cols(bytes_per_col, nbuf, min_cols, budget), independent ? nt : 1);
+    std::int64_t cols = tile_cols(bytes_per_col, nbuf, min_cols, budget);
+    // NCX forward and transposed: an image of kWideImageCols positions or more is a tile of its
+    // own, whose o-side the GEMM writes or reads in place (a tile of several images goes
+    // through a staging copy). Not the weight gradient: more tiles, more partial sums.
+    if (!nxc && kind != ConvKind::WeightGrad && P >= kWideImageCols) cols = std::min(cols, P);
+    p.tiles = make_tiles(g.N, P, cols, independent ? nt : 1);
     const std::int64_t ntiles = static_cast<std::int64_t>(p.tiles.size()), wsize = G * Og * R;
     const bool by_partials = kind == ConvKind::WeightGrad && ntiles >= 2 && ntiles * wsize * eb <= budget / 4;
     const bool by_units = nt > 1 && independent && ntiles * G >= nt && !by_channels;

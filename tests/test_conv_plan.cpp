@@ -48,29 +48,48 @@ void check_tiles_cover(const ConvPlan& p, const ConvGeometry& g, const std::stri
 }  // namespace
 
 TEST_CASE("conv plan: a forward layer worked out by hand", "[conv_plan]") {
-    // NCX, N = 4, 3 -> 8 channels, 32x32, 3x3 pad 1: P = 1024, R = 27, Og = 8, f32.
+    // NCX, N = 4, 3 -> 8 channels, 15x15, 3x3 pad 1: P = 225, R = 27, Og = 8, f32.
     // im2col feeds the GEMM's packing, so a column costs only its staged output: 8 · 4 =
-    // 32 bytes; a tile may take 1 MiB / 32 = 32768 columns = 32 images, so one tile would
+    // 32 bytes; a tile may take 1 MiB / 32 = 32768 columns = 145 images, so one tile would
     // do, made a multiple of the team: 2 tiles of 2 images, one unit per thread.
-    const ConvGeometry g = conv2d(4, 3, 8, 32, 3);
+    const ConvGeometry g = conv2d(4, 3, 8, 15, 3);
     const ConvPlan p = plan_conv(ConvKind::Forward, g, 2, kDefaultBudget, 4, TransposedAlgo::Auto, SmallConv::Never);
     CHECK(p.strategy == ConvStrategy::Units);
     CHECK(p.team == 2);
     REQUIRE(p.tiles.size() == 2);
-    CHECK((p.tiles[0].n0 == 0 && p.tiles[0].nb == 2 && p.tiles[0].p0 == 0 && p.tiles[0].p1 == 1024));
+    CHECK((p.tiles[0].n0 == 0 && p.tiles[0].nb == 2 && p.tiles[0].p0 == 0 && p.tiles[0].p1 == 225));
     CHECK((p.tiles[1].n0 == 2 && p.tiles[1].nb == 2));
     CHECK(p.buffers == 2);
     CHECK(p.col_elems == 0);
-    CHECK(p.stage_elems == 8 * 2048);
+    CHECK(p.stage_elems == 8 * 450);
     CHECK(p.pack_weight);
     CHECK(p.writes_all);
-    CHECK(p.scratch_elems() == 2 * 8 * 2048);
+    CHECK(p.scratch_elems() == 2 * 8 * 450);
 
     // The same layer on one thread: one tile of all four images.
     const ConvPlan p1 = plan_conv(ConvKind::Forward, g, 1, kDefaultBudget, 4, TransposedAlgo::Auto, SmallConv::Never);
     CHECK(p1.strategy == ConvStrategy::Serial);
     REQUIRE(p1.tiles.size() == 1);
     CHECK(p1.tiles[0].nb == 4);
+
+    // 32x32 images (P = 1024 >= kWideImageCols = 256): a tile each, whose output plane the
+    // GEMM writes in place, so nothing is staged; the weight gradient keeps one tile.
+    const ConvGeometry w = conv2d(4, 3, 8, 32, 3);
+    for (int team : {1, 2}) {
+        const ConvPlan q = plan_conv(ConvKind::Forward, w, team, kDefaultBudget, 4, TransposedAlgo::Auto, SmallConv::Never);
+        INFO("team " << team);
+        REQUIRE(q.tiles.size() == 4);
+        for (std::int64_t n = 0; n < 4; ++n)
+            CHECK((q.tiles[n].n0 == n && q.tiles[n].nb == 1 && q.tiles[n].p0 == 0 && q.tiles[n].p1 == 1024));
+        CHECK(q.stage_elems == 0);
+        CHECK(q.scratch_elems() == 0);
+        const ConvPlan t = plan_conv(ConvKind::Transposed, w, team, kDefaultBudget, 4, TransposedAlgo::Auto, SmallConv::Never);
+        CHECK(t.tiles.size() == 4);
+        CHECK(t.stage_elems == 0);
+    }
+    const ConvPlan wg = plan_conv(ConvKind::WeightGrad, w, 1, kDefaultBudget, 4, TransposedAlgo::Auto, SmallConv::Never);
+    REQUIRE(wg.tiles.size() == 1);
+    CHECK(wg.tiles[0].nb == 4);
 }
 
 TEST_CASE("conv plan: a transposed layer of one large image worked out by hand", "[conv_plan]") {
