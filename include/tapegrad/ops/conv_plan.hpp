@@ -90,7 +90,7 @@ ConvPlan plan_conv(ConvKind kind, const ConvGeometry& g, int team, std::int64_t 
 inline constexpr std::int64_t kTileCacheBytes = std::int64_t{1} << 20;
 inline constexpr std::int64_t kMinTileCols = 512, kMinPackedTileCols = 128;
 // NCX forward and transposed: images of at least this many o-side positions take a tile each
-// (no staging copy; dcgan_g4's forward, 1 024 positions, 1.15 -> 0.83 ms, dilated_d2's 2.73 -> 2.24).
+// (no staging copy; dcgan_g4's forward, 1 024 positions, 1.12 -> 0.82 ms, dilated_d2's 2.74 -> 2.21).
 inline constexpr std::int64_t kWideImageCols = 256;
 // The small-channel rule's limits (see plan_conv).
 inline constexpr std::int64_t kSmallOg = 32, kSmallIg = 32, kSmallR = 256, kSmallRStrided = 64;

@@ -81,12 +81,12 @@ constexpr double span_cycles(std::int64_t nv, std::int64_t ob, std::int64_t tv) 
 
 // Spans of positions in tiles of TVMAX vectors, the last one of a span as many as are left:
 // each image's [lo, hi) apart, or all images' as one span from the first's lo to the last's
-// hi, apart where the cycle model says that saves a sixteenth (a short tile costs a little
-// more than the model counts: ae_l1's forward, 56 model cycles an image apart against 56.25,
-// ran 3% slower apart). Apart skips the positions between (a 7 × 7
-// o-side grid of pitch 8 takes 7 AVX2 vectors of its 8, a 28 × 28 one of pitch 30 105 of
-// 112.5) but ends every image with a short tile, which with few sums costs nearly a whole one
-// (AVX-512's 1 × 6 against 1 × 8: one channel out of 14 vectors was 10% slower apart).
+// hi. Apart skips the positions between (a 7 × 7 o-side grid of pitch 8 takes 7 AVX2 vectors
+// of its 8, a 28 × 28 one of pitch 30 105 of 112.5) but ends every image with a short tile,
+// which with few sums costs nearly a whole one (AVX-512's 1 × 6 against 1 × 8: one channel
+// over 14 vectors was 10% slower apart). So apart only where the cycle model says it saves a
+// sixteenth: a short tile costs a little more than the model counts (ae_l1's forward, 56
+// model cycles an image apart against 56.25, ran 3% slower apart).
 template <class Arch, class T, int OBMAX, int TVMAX>
 void correlate_spans(const Correlate<T>& a) {
     constexpr std::int64_t W = xsimd::batch<T, Arch>::size;
