@@ -221,15 +221,13 @@ void copy_rows(const CopyRows<T>& a) {
     }
 #endif
     if constexpr (sizeof(T) == 4) {
-        const vec::kernel::RowPlan<Arch> plan(len, lo, hi);
-        if (plan.ok && (step == 1 || step == 2)) {
-            auto body = [&](auto step2) {
+        if (step == 1 || step == 2) {
+            const vec::kernel::RowPlan<Arch> plan(len, lo, hi);
+            if (plan.ok) {
                 for (std::int64_t c = 0; c < count; ++c)
-                    plan.template run<decltype(step2)::value>(hi > lo ? src + c * src_c : src, hi > lo ? lds : 0, dst + c * dst_c, ldd, rows);
-            };
-            if (step == 2) body(std::true_type{});
-            else body(std::false_type{});
-            return;
+                    plan.run(step == 2, hi > lo ? src + c * src_c : src, hi > lo ? lds : 0, dst + c * dst_c, ldd, rows);
+                return;
+            }
         }
     }
     for (std::int64_t c = 0; c < count; ++c)

@@ -269,8 +269,12 @@ struct RowPlan {
         cut_run<W, 4>(b - a, at(v, nv), at(q, nq), at(one, n1));
     }
     // `rows` rows, the first source element of row r at s + r·lds (not read where the copy
-    // is empty), into d + r·ldd: store by store, each down all the rows (no decisions
-    // inside the loops over rows).
+    // is empty), into d + r·ldd, source step 2 (step2) or 1: store by store, each down all
+    // the rows (no decisions inside the loops over rows).
+    void run(bool step2, const float* s, std::int64_t lds, float* d, std::int64_t ldd, std::int64_t rows) const {
+        if (step2) run<true>(s, lds, d, ldd, rows);
+        else run<false>(s, lds, d, ldd, rows);
+    }
     template <bool Step2>
     void run(const float* s, std::int64_t lds, float* d, std::int64_t ldd, std::int64_t rows) const {
         using V = xsimd::batch<float, Arch>;
@@ -370,11 +374,12 @@ void copy_runs(const LaneRun* runs, std::int64_t nruns, const T* src, std::int64
     for (std::int64_t r = 0; r < nruns; ++r) {
         const LaneRun u = runs[r];
         if constexpr (sizeof(T) == 4) {  // a run of at most two vectors: its stores worked out once, for all count rows
-            const RowPlan<Arch> plan(u.len, u.lo, u.hi);
-            if (plan.ok && count > 1 && (step == 1 || step == 2)) {
-                if (step == 2) plan.template run<true>(src + u.src, src_stride, dst + u.dst, dst_stride, count);
-                else plan.template run<false>(src + u.src, src_stride, dst + u.dst, dst_stride, count);
-                continue;
+            if (count > 1 && (step == 1 || step == 2)) {
+                const RowPlan<Arch> plan(u.len, u.lo, u.hi);
+                if (plan.ok) {
+                    plan.run(step == 2, src + u.src, src_stride, dst + u.dst, dst_stride, count);
+                    continue;
+                }
             }
         }
         for (std::int64_t c = 0; c < count; ++c) copy_lanes<Arch, T>(src + u.src + c * src_stride, step, dst + u.dst + c * dst_stride, u.len, u.lo, u.hi);
