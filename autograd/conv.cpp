@@ -26,12 +26,19 @@ Variable bias_grad(const Variable& gy, Layout layout) {
     return sum(gy, axes);
 }
 
+// The gradient of the result before a fused ReLU: gy through it (its mask from the output).
+Variable through_relu(const SavedContext& c, const Variable& gy, bool relu) {
+    return relu ? relu_grad(gy, c.output().value()) : gy;
+}
+
 }  // namespace
 
-Variable conv(const Variable& x, const Variable& W, const ConvGeometry& g, const Variable& bias) {
+Variable conv(const Variable& x, const Variable& W, const ConvGeometry& g, const Variable& bias, bool relu) {
     const Tensor b = bias.defined() ? bias.value() : Tensor();
-    return record("conv", conv_forward(x.value(), W.value(), g, b), operands(x, W, bias, "conv"), {.inputs = {0, 1}},
-                  [g, has_bias = bias.defined()](const SavedContext& c, const Variable& gy) -> Grads {
+    return record(relu ? "conv_relu" : "conv", conv_forward(x.value(), W.value(), g, b, relu), operands(x, W, bias, "conv"),
+                  {.inputs = {0, 1}, .output = relu},
+                  [g, has_bias = bias.defined(), relu](const SavedContext& c, const Variable& g_out) -> Grads {
+                      const Variable gy = through_relu(c, g_out, relu);
                       Grads out{c.needs_grad(0) ? conv_transpose(gy, c.input(1), g) : Variable(),
                                 c.needs_grad(1) ? conv_weight_grad(c.input(0), gy, g) : Variable()};
                       if (has_bias) out.push_back(c.needs_grad(2) ? bias_grad(gy, g.layout) : Variable());
@@ -39,10 +46,12 @@ Variable conv(const Variable& x, const Variable& W, const ConvGeometry& g, const
                   });
 }
 
-Variable conv_transpose(const Variable& u, const Variable& W, const ConvGeometry& g, const Variable& bias) {
+Variable conv_transpose(const Variable& u, const Variable& W, const ConvGeometry& g, const Variable& bias, bool relu) {
     const Tensor b = bias.defined() ? bias.value() : Tensor();
-    return record("conv_transpose", conv_transposed(u.value(), W.value(), g, b), operands(u, W, bias, "conv_transpose"), {.inputs = {0, 1}},
-                  [g, has_bias = bias.defined()](const SavedContext& c, const Variable& gr) -> Grads {
+    return record(relu ? "conv_transpose_relu" : "conv_transpose", conv_transposed(u.value(), W.value(), g, b, relu),
+                  operands(u, W, bias, "conv_transpose"), {.inputs = {0, 1}, .output = relu},
+                  [g, has_bias = bias.defined(), relu](const SavedContext& c, const Variable& g_out) -> Grads {
+                      const Variable gr = through_relu(c, g_out, relu);
                       // gr is on the i-side, u on the o-side
                       Grads out{c.needs_grad(0) ? conv(gr, c.input(1), g) : Variable(),
                                 c.needs_grad(1) ? conv_weight_grad(gr, c.input(0), g) : Variable()};

@@ -116,16 +116,12 @@ Variable log(const Variable& a) {
                   [](const SavedContext& c, const Variable& g) -> Grads { return {div(g, c.input(0))}; });
 }
 
-namespace {
-
 // g · step(x, 0, 1), recorded: linear in g, its mask a constant (whose own derivative is zero
 // almost everywhere), so its backward is itself.
 Variable relu_grad(const Variable& g, const Tensor& x) {
     return record("relu_grad", tg::relu_grad(g.value(), x), {g}, {},
                   [x](const SavedContext&, const Variable& gg) -> Grads { return {relu_grad(gg, x)}; });
 }
-
-}  // namespace
 
 Variable relu(const Variable& a) {
     return record("relu", tg::relu(float_value(a, "relu")), {a}, {.inputs = {0}},

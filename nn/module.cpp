@@ -340,7 +340,7 @@ ConvExplanation Conv::explain(const Shape& s) const { return tg::explain(geometr
 
 Variable Conv::forward(const Variable& x) {
     const ConvGeometry g = geometry(x.shape());
-    return ag::conv(x, ag::reshape(weight, g.weight_shape()), g, bias);
+    return ag::conv(x, ag::reshape(weight, g.weight_shape()), g, bias, relu_);
 }
 
 ConvTranspose::ConvTranspose(std::int64_t in_channels, std::int64_t out_channels, ConvOptions opt)
@@ -376,7 +376,7 @@ ConvExplanation ConvTranspose::explain(const Shape& s) const {
 
 Variable ConvTranspose::forward(const Variable& x) {
     const ConvGeometry g = geometry(x.shape());
-    return ag::conv_transpose(x, ag::reshape(weight, g.weight_shape()), g, bias);
+    return ag::conv_transpose(x, ag::reshape(weight, g.weight_shape()), g, bias, relu_);
 }
 
 Variable Sequential::forward(const Variable& x) {
@@ -416,7 +416,7 @@ std::string axes(const Shape& s) {
     return shape_str(s);
 }
 
-std::string conv_repr(const char* name, std::int64_t in, std::int64_t out, const ConvOptions& o, bool transposed) {
+std::string conv_repr(const char* name, std::int64_t in, std::int64_t out, const ConvOptions& o, bool transposed, bool relu) {
     std::ostringstream s;
     s << name << "(" << in << ", " << out << ", kernel=" << shape_str(o.kernel()) << ", stride=" << axes(o.stride())
       << ", padding=" << axes(o.padding());
@@ -425,6 +425,7 @@ std::string conv_repr(const char* name, std::int64_t in, std::int64_t out, const
     if (o.groups() != 1) s << ", groups=" << o.groups();
     if (!o.bias()) s << ", bias=false";
     if (o.dtype() != DType::f32) s << ", dtype=" << dtype_name(o.dtype());
+    if (relu) s << ", relu";
     s << ")";
     return s.str();
 }
@@ -486,8 +487,8 @@ std::string Linear::repr() const {
     s << ")";
     return s.str();
 }
-std::string Conv::repr() const { return conv_repr("Conv", in_, out_, opt_, false); }
-std::string ConvTranspose::repr() const { return conv_repr("ConvTranspose", in_, out_, opt_, true); }
+std::string Conv::repr() const { return conv_repr("Conv", in_, out_, opt_, false, relu_); }
+std::string ConvTranspose::repr() const { return conv_repr("ConvTranspose", in_, out_, opt_, true, relu_); }
 std::string LeakyReLU::repr() const { return "LeakyReLU(slope=" + std::to_string(slope_) + ")"; }
 std::string Unflatten::repr() const { return "Unflatten(" + shape_str(shape_) + ")"; }
 std::string MaxPool::repr() const { return pool_repr("MaxPool", opt_); }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "conv_exec.hpp"
@@ -12,6 +13,7 @@
 #include "tapegrad/ops/conv_phases.hpp"
 #include "tapegrad/ops/conv_small.hpp"
 #include "tapegrad/ops/im2col.hpp"
+#include "tapegrad/ops/math.hpp"
 #include "tapegrad/ops/vec_kernels.hpp"
 
 #include <omp.h>
@@ -340,7 +342,10 @@ void check_operand(const Tensor& t, const Shape& want, const char* what, const c
 
 // Runs `kind` with inputs a, b (roles as detail::run_conv's) and returns the result in the
 // inputs' dtype; a defined `bias` is added to every result channel before the one rounding.
-Tensor dispatch(ConvKind kind, const Tensor& a, const Tensor& b, const Tensor& bias, const ConvGeometry& g, const char* fn) {
+// With `relu` (forward and transposed), relu of that result, in the pass that adds the bias
+// (f16/bf16: of the rounded result, as tg::relu would give).
+Tensor dispatch(ConvKind kind, const Tensor& a, const Tensor& b, const Tensor& bias, const ConvGeometry& g, const char* fn,
+                bool relu = false) {
     g.validate(fn);
     if (a.dtype() != b.dtype())
         fail("dtype", fn, ": operand dtypes differ (", dtype_name(a.dtype()), " and ", dtype_name(b.dtype()), ")");
@@ -354,7 +359,10 @@ Tensor dispatch(ConvKind kind, const Tensor& a, const Tensor& b, const Tensor& b
                  " channels");
         if (!is_float(bias.dtype())) fail("bias", fn, ": bias has dtype ", dtype_name(bias.dtype()), ", a float dtype is needed");
     }
-    if (is_16bit(dt)) return detail::conv_16bit(kind, a, b, bias, g, out_shape);
+    if (is_16bit(dt)) {
+        const Tensor out = detail::conv_16bit(kind, a, b, bias, g, out_shape);
+        return relu ? tg::relu(out) : out;
+    }
     const Tensor A = a.contiguous(), B = b.contiguous(), bc = bias.defined() ? bias.to(dt).contiguous() : Tensor();
     if (g.N == 0) return Tensor::zeros(out_shape, dt);
     const ConvPlan p = detail::plan_call(kind, g, dt);
@@ -362,9 +370,10 @@ Tensor dispatch(ConvKind kind, const Tensor& a, const Tensor& b, const Tensor& b
     with_compute_type(dt, [&](auto tag) {
         using T = decltype(tag);
         detail::run_conv<T>(p, g, A.data<T>(), B.data<T>(), out.data<T>());
-        if (bc.defined())
-            detail::add_bias(out.data<T>(), bc.data<T>(), g.N, bc.numel(), out.numel() / std::max<std::int64_t>(1, g.N * bc.numel()),
-                             g.layout);
+        if (bc.defined() || relu) {
+            const std::int64_t C = out_shape[g.layout == Layout::NCX ? 1 : out_shape.size() - 1];
+            detail::add_bias(out.data<T>(), bc.defined() ? bc.data<T>() : nullptr, g.N, C, out.numel() / (g.N * C), g.layout, relu);
+        }
     });
     return out;
 }
@@ -425,36 +434,59 @@ void run_conv(const ConvPlan& p, const ConvGeometry& g, const T* a, const T* b, 
 }
 
 template <class T>
-void add_bias(T* out, const T* bias, std::int64_t images, std::int64_t C, std::int64_t P, Layout layout) {
+void add_bias(T* out, const T* bias, std::int64_t images, std::int64_t C, std::int64_t P, Layout layout, bool relu) {
+    // A run of n values and its bias b(q) (none: nothing added, as −0 + 0 would be +0), then
+    // the ReLU as a select: each case one loop the compiler vectorises.
+    auto run = [relu](T* o, std::int64_t n, auto b) {
+        if constexpr (std::is_same_v<decltype(b), std::nullptr_t>) {
+            if (relu) {
+#pragma omp simd
+                for (std::int64_t q = 0; q < n; ++q) o[q] = o[q] < T(0) ? T(0) : o[q];
+            }
+        } else if (relu) {
+#pragma omp simd
+            for (std::int64_t q = 0; q < n; ++q) {
+                const T v = o[q] + b(q);
+                o[q] = v < T(0) ? T(0) : v;
+            }
+        } else {
+#pragma omp simd
+            for (std::int64_t q = 0; q < n; ++q) o[q] += b(q);
+        }
+    };
     for (std::int64_t n = 0; n < images; ++n) {
         T* o = out + n * C * P;
-        if (layout == Layout::NCX) {
-            for (std::int64_t c = 0; c < C; ++c)
-                for (std::int64_t q = 0; q < P; ++q) o[c * P + q] += bias[c];
-        } else {
-            for (std::int64_t q = 0; q < P; ++q)
-                for (std::int64_t c = 0; c < C; ++c) o[q * C + c] += bias[c];
+        if (layout == Layout::NCX) {  // a run of P positions per channel, one bias value
+            for (std::int64_t c = 0; c < C; ++c) {
+                if (!bias) run(o + c * P, P, nullptr);
+                else run(o + c * P, P, [v = bias[c]](std::int64_t) { return v; });
+            }
+        } else {  // a run of C channels per position, the bias along it
+            for (std::int64_t q = 0; q < P; ++q) {
+                if (!bias) run(o + q * C, C, nullptr);
+                else run(o + q * C, C, [bias](std::int64_t c) { return bias[c]; });
+            }
         }
     }
 }
 
 template void run_conv<float>(const ConvPlan&, const ConvGeometry&, const float*, const float*, float*);
 template void run_conv<double>(const ConvPlan&, const ConvGeometry&, const double*, const double*, double*);
-template void add_bias<float>(float*, const float*, std::int64_t, std::int64_t, std::int64_t, Layout);
-template void add_bias<double>(double*, const double*, std::int64_t, std::int64_t, std::int64_t, Layout);
+template void add_bias<float>(float*, const float*, std::int64_t, std::int64_t, std::int64_t, Layout, bool);
+template void add_bias<double>(double*, const double*, std::int64_t, std::int64_t, std::int64_t, Layout, bool);
 
 }  // namespace detail
 
-Tensor conv_forward(const Tensor& x, const Tensor& W, const ConvGeometry& g, const Tensor& bias) {
+Tensor conv_forward(const Tensor& x, const Tensor& W, const ConvGeometry& g, const Tensor& bias, bool relu) {
     check_operand(x, g.in_shape(), "data", "conv_forward");
     check_operand(W, g.weight_shape(), "filter", "conv_forward");
-    return dispatch(ConvKind::Forward, x, W, bias, g, "conv_forward");
+    return dispatch(ConvKind::Forward, x, W, bias, g, "conv_forward", relu);
 }
 
-Tensor conv_transposed(const Tensor& u, const Tensor& W, const ConvGeometry& g, const Tensor& bias) {
+Tensor conv_transposed(const Tensor& u, const Tensor& W, const ConvGeometry& g, const Tensor& bias, bool relu) {
     check_operand(u, g.out_shape(), "data", "conv_transposed");
     check_operand(W, g.weight_shape(), "filter", "conv_transposed");
-    return dispatch(ConvKind::Transposed, u, W, bias, g, "conv_transposed");
+    return dispatch(ConvKind::Transposed, u, W, bias, g, "conv_transposed", relu);
 }
 
 Tensor conv_weight_grad(const Tensor& x, const Tensor& u, const ConvGeometry& g) {

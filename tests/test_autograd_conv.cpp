@@ -8,6 +8,10 @@
 // adjoint identity covers every element at the cost of one backward.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
 #include <random>
 
 #include "tapegrad/autograd/conv.hpp"
@@ -18,6 +22,7 @@
 #include "tapegrad/core/workspace.hpp"
 #include "tapegrad/ops/conv_kernels.hpp"
 #include "tapegrad/ops/conv_reference.hpp"
+#include "tapegrad/ops/math.hpp"
 #include "tapegrad/spec/opset.hpp"
 
 using namespace tg;
@@ -253,5 +258,87 @@ TEST_CASE("conv family: f32, f16 and bf16 agree with f64 within the epsilon-scal
                            c.name + std::string(" / ") + k.name + " " + dtype_name(dt));
             }
         }
+    }
+}
+
+namespace {
+
+// The same dtype, shape and bytes (NaN payloads and the sign of zero included).
+bool same_bits(const Tensor& a, const Tensor& b) {
+    if (a.dtype() != b.dtype() || a.shape() != b.shape()) return false;
+    const Tensor ac = a.contiguous(), bc = b.contiguous();
+    return std::memcmp(ac.raw_data(), bc.raw_data(), static_cast<std::size_t>(ac.numel() * dtype_size(ac.dtype()))) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("conv family: a fused ReLU gives relu after the op bit for bit, forward and backward", "[autograd]") {
+    OneThread one_thread;
+    const auto& table = tg::testing::conv_table();
+    for (std::size_t row = 0; row < table.size(); row += 2) {
+        const ConvConfig& c = table[row];
+        const WorkspaceGuard budget(c.budget);
+        const Layout layout = row % 4 == 2 ? Layout::NXC : Layout::NCX;
+        for (const bool transposed : {false, true})
+            for (const DType dt : {DType::f32, DType::f64, DType::bf16})
+                for (const bool with_bias : {true, false}) {
+                    const ConvGeometry g = transposed ? tg::testing::transposed_geometry(c, layout) : tg::testing::forward_geometry(c, layout);
+                    const Shape in = transposed ? g.out_shape() : g.in_shape(), out = transposed ? g.in_shape() : g.out_shape();
+                    const std::int64_t C = transposed ? g.G * g.Ig : g.G * g.Og;
+                    const std::uint64_t seed = 1000 + row * 16 + transposed * 8 + static_cast<std::uint64_t>(dt) * 2 + with_bias;
+                    const Variable x = param(random_tensor(in, seed, dt)), W = param(random_tensor(g.weight_shape(), seed + 1, dt));
+                    const Variable b = with_bias ? param(random_tensor({C}, seed + 2, dt)) : Variable();
+                    auto op = [&](bool relu) { return transposed ? conv_transpose(x, W, g, b, relu) : conv(x, W, g, b, relu); };
+                    INFO(c.name << (transposed ? " transposed " : " forward ") << dtype_name(dt) << (with_bias ? " bias" : "")
+                                << (layout == Layout::NXC ? " NXC" : " NCX"));
+                    const Variable fused = op(true), apart = relu(op(false));
+                    REQUIRE(same_bits(fused.value(), apart.value()));
+                    // A ReLU that does something: some results are cut to 0, some pass.
+                    if (dt != DType::bf16 && shape_numel(out) >= 8) {
+                        const std::vector<double> v = fused.value().values();
+                        CHECK(std::count(v.begin(), v.end(), 0.0) > 0);
+                        CHECK(std::count_if(v.begin(), v.end(), [](double e) { return e > 0; }) > 0);
+                    }
+                    const Variable r = constant(random_tensor(out, seed + 3, dt));
+                    std::vector<Variable> wrt{x, W};
+                    if (with_bias) wrt.push_back(b);
+                    const std::vector<Variable> gf = grad({sum(mul(fused, r))}, wrt), ga = grad({sum(mul(apart, r))}, wrt);
+                    for (std::size_t i = 0; i < wrt.size(); ++i) {
+                        INFO("gradient " << i);
+                        REQUIRE(same_bits(gf[i].value(), ga[i].value()));
+                    }
+                }
+    }
+}
+
+TEST_CASE("conv family: a fused ReLU passes NaN and gradcheck", "[autograd][gradcheck]") {
+    OneThread one_thread;
+    const auto& table = tg::testing::conv_table();
+    for (std::size_t row = 1; row < table.size(); row += 5) {
+        const ConvConfig& c = table[row];
+        const WorkspaceGuard budget(c.budget);
+        const ConvGeometry gf = tg::testing::forward_geometry(c), gt = tg::testing::transposed_geometry(c);
+        const Tensor bf = random_tensor({gf.G * gf.Og}, row + 7), bt = random_tensor({gt.G * gt.Ig}, row + 8);
+        const Case k[2] = {
+            {"conv relu", gf, [gf, bf](const std::vector<Variable>& v) { return conv(v[0], v[1], gf, constant(bf), true); },
+             {random_tensor(gf.in_shape(), row), random_tensor(gf.weight_shape(), row + 1)}, {"x", "W"}},
+            {"conv_transpose relu", gt,
+             [gt, bt](const std::vector<Variable>& v) { return conv_transpose(v[0], v[1], gt, constant(bt), true); },
+             {random_tensor(gt.out_shape(), row + 2), random_tensor(gt.weight_shape(), row + 3)}, {"u", "W"}}};
+        for (const Case& kc : k) {
+            CheckOptions opt;
+            opt.max_elements = kMaxElements;
+            opt.seed = row;
+            opt.names = kc.names;
+            require_ok(gradcheck(kc.f, kc.inputs, opt), c.name + std::string(" / ") + kc.name);
+        }
+        // NaNs in the data (image 0's first channel) reach the results that read them, through the ReLU.
+        Tensor x = random_tensor(gf.in_shape(), row + 4);
+        std::fill_n(x.data<double>(), shape_numel(gf.in_shape()) / (gf.N * gf.G * gf.Ig), std::numeric_limits<double>::quiet_NaN());
+        const Tensor y = conv(constant(x), constant(random_tensor(gf.weight_shape(), row + 5)), gf, constant(bf), true).value();
+        const Tensor y_apart = tg::relu(tg::conv_forward(x, random_tensor(gf.weight_shape(), row + 5), gf, bf));
+        CHECK(same_bits(y, y_apart));
+        const std::vector<double> v = y.values();
+        CHECK(std::any_of(v.begin(), v.end(), [](double e) { return std::isnan(e); }));
     }
 }

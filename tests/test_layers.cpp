@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "tapegrad/autograd/batch_norm.hpp"
+#include "tapegrad/autograd/conv.hpp"
 #include "tapegrad/autograd/gradcheck.hpp"
 #include "tapegrad/autograd/ops.hpp"
 #include "tapegrad/autograd/pool.hpp"
@@ -490,4 +491,39 @@ TEST_CASE("anomaly mode names the first op that produced NaN or Inf", "[autograd
     CHECK_THROWS(ag::log(x));
     ag::set_detect_anomaly(false);
     CHECK_NOTHROW(ag::log(x));
+}
+
+TEST_CASE("Conv and ConvTranspose with_relu: the layer then a ReLU, values and gradients", "[nn][layers]") {
+    const nn::ConvOptions opt = nn::ConvOptions{3, 3}.stride(2).padding(1);
+    nn::Conv conv(2, 3, opt);
+    nn::ConvTranspose convt(3, 2, nn::ConvOptions{opt}.output_padding(1));
+    const Tensor x = rnd({2, 2, 7, 6}, 41, -2, 2).to(DType::f32);
+    auto check_layer = [&](auto& layer, const Tensor& input) {
+        auto fused = layer;  // a copy shares the parameters
+        fused.with_relu();
+        CHECK(fused.has_relu());
+        CHECK_FALSE(layer.has_relu());
+        CHECK(fused.repr() == layer.repr().substr(0, layer.repr().size() - 1) + ", relu)");
+        const ag::Variable in = ag::param(input);
+        const ag::Variable yf = fused(in), ya = nn::ReLU()(layer(in));
+        CHECK(yf.value().values() == ya.value().values());
+        const std::vector<double> v = yf.value().values();
+        CHECK(std::count(v.begin(), v.end(), 0.0) > 0);  // the ReLU cuts some
+        const ag::Variable r = ag::constant(rnd(yf.value().shape(), 42).to(DType::f32));
+        const std::vector<ag::Variable> wrt{in, layer.weight, layer.bias};
+        const auto gf = ag::grad({ag::sum(ag::mul(yf, r))}, wrt), ga = ag::grad({ag::sum(ag::mul(ya, r))}, wrt);
+        for (std::size_t i = 0; i < wrt.size(); ++i) CHECK(gf[i].value().values() == ga[i].value().values());
+        return yf.value();
+    };
+    const Tensor h = check_layer(conv, x);
+    check_layer(convt, h);
+    // Second derivatives through the fused ReLU (f64 finite differences).
+    const ConvGeometry g = conv.geometry(x.shape());
+    const ag::Function f = [g](const std::vector<ag::Variable>& v) {
+        const ag::Variable y = ag::conv(v[0], v[1], g, v[2], true);
+        return ag::mul(y, y);
+    };
+    const ag::CheckReport g2 = ag::gradgradcheck(f, {rnd(x.shape(), 43), rnd(g.weight_shape(), 44), rnd({3}, 45)});
+    INFO(g2.table());
+    CHECK(g2.ok);
 }

@@ -14,9 +14,13 @@
 namespace tg::ag {
 
 // With a defined `bias` ([the result's channels], the data's dtype) the op adds it to every
-// result channel as one recorded op: a 16-bit result is rounded once, after the bias.
-Variable conv(const Variable& x, const Variable& W, const ConvGeometry& g, const Variable& bias = {});
-Variable conv_transpose(const Variable& u, const Variable& W, const ConvGeometry& g, const Variable& bias = {});
+// result channel as one recorded op: a 16-bit result is rounded once, after the bias. With
+// `relu`, the op is relu(conv(...) + bias), the ReLU in the pass that adds the bias and its
+// gradient taken from the op's output (the same values and gradients as ag::relu after it,
+// one pass less over the result).
+Variable conv(const Variable& x, const Variable& W, const ConvGeometry& g, const Variable& bias = {}, bool relu = false);
+Variable conv_transpose(const Variable& u, const Variable& W, const ConvGeometry& g, const Variable& bias = {},
+                        bool relu = false);
 Variable conv_weight_grad(const Variable& x, const Variable& u, const ConvGeometry& g);
 
 }  // namespace tg::ag

@@ -43,6 +43,9 @@ inline Variable operator/(double s, const Variable& a) { return div(s, a); }
 Variable exp(const Variable& a);
 Variable log(const Variable& a);
 Variable relu(const Variable& a);
+// relu's backward as an op: g where x > 0 or x is NaN, g·0 elsewhere (x a constant; the
+// output of the ReLU serves as well as its input). For ops that fuse a ReLU (conv, batch_norm).
+Variable relu_grad(const Variable& g, const Tensor& x);
 Variable leaky_relu(const Variable& a, double slope = 0.01);
 Variable sigmoid(const Variable& a);
 Variable tanh(const Variable& a);

@@ -240,12 +240,19 @@ public:
     // the arithmetic and the warnings `tapegrad explain` prints (tapegrad/ops/conv_explain.hpp).
     ConvExplanation explain(const Shape& input_shape) const;
     Conv& to(DType dtype) { Module::to(dtype); return *this; }
+    // Followed by a ReLU, fused: relu(conv(x) + bias) as one op on the tape (ag::conv with
+    // relu: the ReLU is applied in the pass that adds the bias, and its gradient taken from
+    // the layer's output). In place of a separate nn::ReLU after the layer; the values and
+    // gradients are the same.
+    Conv& with_relu(bool on = true) { relu_ = on; return *this; }
+    bool has_relu() const { return relu_; }
     const ConvOptions& options() const { return opt_; }
     Variable weight, bias;
 
 private:
     std::int64_t in_, out_;
     ConvOptions opt_;
+    bool relu_ = false;
 };
 
 // N-d transposed convolution (ConvolutionBackpropData / ConvTranspose), NCX:
@@ -258,12 +265,16 @@ public:
     ConvGeometry geometry(const Shape& input_shape) const;
     ConvExplanation explain(const Shape& input_shape) const;  // as Conv::explain, with output_padding
     ConvTranspose& to(DType dtype) { Module::to(dtype); return *this; }
+    // As Conv::with_relu: relu(conv_transpose(x) + bias), fused.
+    ConvTranspose& with_relu(bool on = true) { relu_ = on; return *this; }
+    bool has_relu() const { return relu_; }
     const ConvOptions& options() const { return opt_; }
     Variable weight, bias;
 
 private:
     std::int64_t in_, out_;
     ConvOptions opt_;
+    bool relu_ = false;
 };
 
 namespace detail {

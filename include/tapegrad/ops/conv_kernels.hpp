@@ -5,7 +5,10 @@
 //   conv_weight_grad   CONV_BW: (x, u)    -> dW            (im2col + GEMM)
 // Tensors are in the geometry's layout (NCX or NXC) with f64, f32, f16 or bf16 elements;
 // f16/bf16 are widened to f32, computed, and rounded once. A defined `bias` (shape [the
-// result's channels], any float dtype) joins the sum before that rounding.
+// result's channels], any float dtype) joins the sum before that rounding. With `relu`,
+// the forward and transposed kernels return relu of their result (bias included), in the
+// pass that adds the bias, with the same bits as calling tg::relu on it (f16/bf16: on the
+// rounded result); a layer followed by a ReLU saves a pass over its output.
 // How a call runs (strategy, tiles, buffers) is planned first (tapegrad/ops/conv_plan.hpp);
 // the column buffers are tiled to stay under the workspace budget (tapegrad/core/workspace.hpp).
 #pragma once
@@ -14,8 +17,8 @@
 
 namespace tg {
 
-Tensor conv_forward(const Tensor& x, const Tensor& W, const ConvGeometry& g, const Tensor& bias = {});
-Tensor conv_transposed(const Tensor& u, const Tensor& W, const ConvGeometry& g, const Tensor& bias = {});
+Tensor conv_forward(const Tensor& x, const Tensor& W, const ConvGeometry& g, const Tensor& bias = {}, bool relu = false);
+Tensor conv_transposed(const Tensor& u, const Tensor& W, const ConvGeometry& g, const Tensor& bias = {}, bool relu = false);
 Tensor conv_weight_grad(const Tensor& x, const Tensor& u, const ConvGeometry& g);
 
 }  // namespace tg
