@@ -29,7 +29,8 @@ Tensor matmul_2d(const Tensor& a, const Tensor& b) {
     };
     const bool ta = transposed(a), tb = transposed(b);
     const Tensor A = ta ? a : a.to(ct).contiguous(), B = tb ? b : b.to(ct).contiguous();
-    Tensor C = Tensor::zeros({M, N}, ct);
+    // The GEMM writes every element (beta 0: C is not read); K = 0 leaves the zeros.
+    Tensor C = K > 0 ? Tensor::empty({M, N}, ct) : Tensor::zeros({M, N}, ct);
     if (M > 0 && N > 0 && K > 0) {
         with_compute_type(ct, [&](auto tag) {
             using T = decltype(tag);
@@ -54,7 +55,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     Shape out_shape = batch;
     out_shape.push_back(M);
     out_shape.push_back(N);
-    Tensor C = Tensor::zeros(out_shape, ct);
+    Tensor C = K > 0 ? Tensor::empty(out_shape, ct) : Tensor::zeros(out_shape, ct);
     const std::int64_t nb = shape_numel(batch);
     // The matrix index of batch element i in an operand of batch shape s (1-dims repeat).
     auto matrix_of = [&](std::int64_t i, const Shape& s) {

@@ -4,8 +4,10 @@
 // written by gen.py there), f64 gradcheck and gradgradcheck, and every bad input's error.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <functional>
 #include <string>
 
@@ -243,6 +245,41 @@ TEST_CASE("contiguous() of permuted, sliced and transposed views equals reading 
             std::vector<double> want;
             for (std::int64_t k = 0; k < v.numel(); ++k) want.push_back(v.at(unravel_index(k, v.shape())));
             CHECK(c.values() == want);
+        }
+    }
+}
+
+TEST_CASE("matmul writes every element of its result, into reused storage too", "[tensor-index][matmul]") {
+    // Freed storage of 1 MiB and more is reused, and matmul's result is not zeroed first
+    // (the GEMM writes it with beta 0): fill a buffer of the result's size with NaN, free
+    // it, then every element must come out of the sum (hand-computed: a·b with a = 1 and
+    // small integers in b, so that every sum is exact in f32).
+    for (DType dt : {DType::f32, DType::f64}) {
+        for (const std::int64_t K : {std::int64_t{1}, std::int64_t{300}, std::int64_t{0}}) {
+            const std::int64_t M = 517, N = 611;  // edges in every GEMM tile size
+            { const Tensor junk = Tensor::full({M, N}, std::numeric_limits<double>::quiet_NaN(), dt); }
+            std::vector<double> bv(static_cast<std::size_t>(K * N)), want(static_cast<std::size_t>(M * N), 0.0);
+            for (std::int64_t k = 0; k < K; ++k)
+                for (std::int64_t j = 0; j < N; ++j) {
+                    bv[static_cast<std::size_t>(k * N + j)] = static_cast<double>((k + 2 * j) % 5);
+                    want[static_cast<std::size_t>(j)] += static_cast<double>((k + 2 * j) % 5);
+                }
+            const Tensor a = Tensor::full({M, K}, 1.0, dt), b = Tensor::from({K, N}, bv, dt);
+            INFO(dtype_name(dt) << " K = " << K);
+            // The elements that differ from the sum (a count: Catch would print both vectors).
+            auto wrong = [&](const std::vector<double>& got) {
+                std::size_t n = got.size() == want.size() ? 0 : got.size() + want.size();
+                for (std::size_t i = 0; i < std::min(got.size(), want.size()); ++i) n += got[i] != want[i];
+                return n;
+            };
+            for (std::int64_t i = 1; i < M; ++i)
+                std::copy_n(want.begin(), N, want.begin() + i * N);
+            CHECK(wrong(matmul(a, b).values()) == 0);
+            // Batched: two [M, K] · [K, N] products.
+            { const Tensor junk = Tensor::full({2, M, N}, std::numeric_limits<double>::quiet_NaN(), dt); }
+            const Tensor cb = matmul(Tensor::full({2, M, K}, 1.0, dt), b);
+            want.insert(want.end(), want.begin(), want.end());
+            CHECK(wrong(cb.values()) == 0);
         }
     }
 }
