@@ -372,6 +372,20 @@ Variable matmul(const Variable& a, const Variable& b) {
                   });
 }
 
+Variable linear(const Variable& x, const Variable& W, const Variable& bias, bool relu) {
+    std::vector<Variable> inputs{x, W};
+    if (bias.defined()) inputs.push_back(bias);
+    return record(relu ? "linear_relu" : "linear", tg::linear(x.value(), W.value(), bias.defined() ? bias.value() : Tensor(), relu),
+                  inputs, {.inputs = {0, 1}, .output = relu},
+                  [relu, has_bias = bias.defined()](const SavedContext& c, const Variable& g_out) -> Grads {
+                      const Variable g = relu ? relu_grad(g_out, c.output().value()) : g_out;
+                      Grads out{c.needs_grad(0) ? matmul(g, c.input(1)) : none(),
+                                c.needs_grad(1) ? matmul(transpose(g), c.input(0)) : none()};
+                      if (has_bias) out.push_back(c.needs_grad(2) ? sum(g, {0}) : none());
+                      return out;
+                  });
+}
+
 // ---- losses (compositions: their gradients come from the ops above) ------------------
 
 Variable mse_loss(const Variable& pred, const Variable& target) {

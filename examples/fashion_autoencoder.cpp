@@ -33,14 +33,13 @@ struct AutoEncoder : nn::Module {
     AutoEncoder() {
         const nn::ConvOptions down = nn::ConvOptions{3, 3}.stride(2).padding(1);
         const nn::ConvOptions up = nn::ConvOptions{3, 3}.stride(2).padding(1).output_padding(1);
-        // Each conv carries the ReLU after it, fused (Conv::with_relu: the ReLU costs no pass
-        // of its own; the same values and gradients as an nn::ReLU after the layer).
+        // Each layer carries the ReLU after it, fused (Conv::with_relu, Linear::with_relu: the
+        // ReLU costs no pass of its own; the same values and gradients as an nn::ReLU after it).
         encoder = register_module("encoder", nn::Sequential{nn::Conv(1, 16, down).with_relu(),   // 28 -> 14
                                                             nn::Conv(16, 32, down).with_relu(),  // 14 -> 7
                                                             nn::Flatten(),
                                                             nn::Linear(32 * 7 * 7, 32)});  // the code
-        decoder = register_module("decoder", nn::Sequential{nn::Linear(32, 32 * 7 * 7),
-                                                            nn::ReLU(),
+        decoder = register_module("decoder", nn::Sequential{nn::Linear(32, 32 * 7 * 7).with_relu(),
                                                             nn::Unflatten({32, 7, 7}),
                                                             nn::ConvTranspose(32, 16, up).with_relu(),  // 7 -> 14
                                                             nn::ConvTranspose(16, 1, up)});  // 14 -> 28, logits

@@ -312,8 +312,7 @@ Linear::Linear(std::int64_t in, std::int64_t out, bool with_bias, DType dtype) {
 Variable Linear::forward(const Variable& x) {
     if (x.ndim() != 2 || x.shape()[1] != weight.shape()[1])
         fail("input", "Linear: input ", shape_str(x.shape()), " must be [N, ", weight.shape()[1], "]");
-    Variable y = ag::matmul(x, ag::transpose(weight));
-    return bias.defined() ? ag::add(y, bias) : y;
+    return ag::linear(x, weight, bias, relu_);
 }
 
 Conv::Conv(std::int64_t in_channels, std::int64_t out_channels, ConvOptions opt)
@@ -484,7 +483,7 @@ std::string Linear::repr() const {
     std::ostringstream s;
     s << "Linear(" << weight.shape()[1] << ", " << weight.shape()[0] << (bias.defined() ? "" : ", bias=false");
     if (weight.dtype() != DType::f32) s << ", dtype=" << dtype_name(weight.dtype());
-    s << ")";
+    s << (relu_ ? ", relu)" : ")");
     return s.str();
 }
 std::string Conv::repr() const { return conv_repr("Conv", in_, out_, opt_, false, relu_); }

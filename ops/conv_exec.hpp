@@ -20,13 +20,6 @@ ConvPlan plan_call(ConvKind kind, const ConvGeometry& g, DType ct);
 template <class T>
 void run_conv(const ConvPlan& p, const ConvGeometry& g, const T* a, const T* b, T* out);
 
-// out[n, c, p] += bias[c] (bias may be null: nothing added), then with `relu` relu of it,
-// in one pass over `images` whole results of C channels and P positions each. The ReLU is
-// fn::Relu's (v < 0 becomes 0; NaN and −0 pass), so the pass gives the same bits as
-// adding the bias and then calling tg::relu.
-template <class T>
-void add_bias(T* out, const T* bias, std::int64_t images, std::int64_t C, std::int64_t P, Layout layout, bool relu = false);
-
 // The f16/bf16 form of every kind (ops/conv_lowp.cpp): pieces widened to f32, run, rounded once.
 Tensor conv_16bit(ConvKind kind, const Tensor& a, const Tensor& b, const Tensor& bias, const ConvGeometry& g,
                   const Shape& out_shape);

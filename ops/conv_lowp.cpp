@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "bias.hpp"
 #include "conv_exec.hpp"
 #include "tapegrad/core/convert.hpp"
 #include "tapegrad/core/workspace.hpp"

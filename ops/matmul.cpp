@@ -2,8 +2,10 @@
 
 #include <type_traits>
 
+#include "bias.hpp"
 #include "tapegrad/core/blas.hpp"
 #include "tapegrad/ops/elementwise.hpp"
+#include "tapegrad/ops/math.hpp"
 
 namespace tg {
 
@@ -75,6 +77,34 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
         });
     }
     return C.to(a.dtype());
+}
+
+Tensor linear(const Tensor& x, const Tensor& W, const Tensor& bias, bool relu) {
+    if (!x.defined() || !W.defined()) fail("input", "linear: ", x.defined() ? "weight" : "input", " is undefined");
+    if (W.ndim() != 2) fail("weight", "linear: weight has shape ", shape_str(W.shape()), ", expected [out, in]");
+    if (x.ndim() != 2 || x.shape()[1] != W.shape()[1])
+        fail("input", "linear: input has shape ", shape_str(x.shape()), ", the weight ", shape_str(W.shape()), " needs [N, ",
+             W.shape()[1], "]");
+    if (!is_float(x.dtype()) || W.dtype() != x.dtype())
+        fail("weight", "linear: input and weight must share one float dtype, got ", dtype_name(x.dtype()), " and ",
+             dtype_name(W.dtype()));
+    if (bias.defined() && bias.shape() != Shape{W.shape()[0]})
+        fail("bias", "linear: bias has shape ", shape_str(bias.shape()), ", the weight ", shape_str(W.shape()), " needs [",
+             W.shape()[0], "]");
+    if (bias.defined() && bias.dtype() != x.dtype())
+        fail("bias", "linear: bias has dtype ", dtype_name(bias.dtype()), ", the input ", dtype_name(x.dtype()));
+    Tensor y = matmul(x, W.transpose(0, 1));  // the transposed weight goes to the GEMM as it is
+    if (is_16bit(y.dtype())) {  // rounded once by matmul: then the bias and the ReLU, each rounded
+        if (bias.defined()) y = add(y, bias);
+        return relu ? tg::relu(y) : y;
+    }
+    if (bias.defined() || relu)
+        with_compute_type(y.dtype(), [&](auto tag) {
+            using T = decltype(tag);
+            const Tensor b = bias.defined() ? bias.contiguous() : Tensor();
+            detail::add_bias(y.data<T>(), b.defined() ? b.data<T>() : nullptr, y.shape()[0], y.shape()[1], 1, Layout::NXC, relu);
+        });
+    return y;
 }
 
 }  // namespace tg

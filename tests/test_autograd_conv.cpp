@@ -10,13 +10,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <random>
 
 #include "tapegrad/autograd/conv.hpp"
 #include "tapegrad/autograd/gradcheck.hpp"
 #include "tapegrad/autograd/ops.hpp"
+#include "check_close.hpp"
 #include "conv_table.hpp"
 #include "tapegrad/core/blas.hpp"
 #include "tapegrad/core/workspace.hpp"
@@ -261,16 +261,7 @@ TEST_CASE("conv family: f32, f16 and bf16 agree with f64 within the epsilon-scal
     }
 }
 
-namespace {
-
-// The same dtype, shape and bytes (NaN payloads and the sign of zero included).
-bool same_bits(const Tensor& a, const Tensor& b) {
-    if (a.dtype() != b.dtype() || a.shape() != b.shape()) return false;
-    const Tensor ac = a.contiguous(), bc = b.contiguous();
-    return std::memcmp(ac.raw_data(), bc.raw_data(), static_cast<std::size_t>(ac.numel() * dtype_size(ac.dtype()))) == 0;
-}
-
-}  // namespace
+using tg::testclose::same_bits;
 
 TEST_CASE("conv family: a fused ReLU gives relu after the op bit for bit, forward and backward", "[autograd]") {
     OneThread one_thread;

@@ -14,6 +14,7 @@
 #include "tapegrad/autograd/ops.hpp"
 #include "tapegrad/autograd/pool.hpp"
 #include "tapegrad/core/random.hpp"
+#include "tapegrad/ops/matmul.hpp"
 #include "tapegrad/nn/layers.hpp"
 #include "tapegrad/nn/module.hpp"
 #include "tapegrad/nn/schedule.hpp"
@@ -526,4 +527,64 @@ TEST_CASE("Conv and ConvTranspose with_relu: the layer then a ReLU, values and g
     const ag::CheckReport g2 = ag::gradgradcheck(f, {rnd(x.shape(), 43), rnd(g.weight_shape(), 44), rnd({3}, 45)});
     INFO(g2.table());
     CHECK(g2.ok);
+}
+
+using testclose::same_bits;
+
+TEST_CASE("linear: x·Wᵀ + bias and a fused ReLU, bit for bit the ops apart, forward and backward", "[nn][layers]") {
+    // By hand: x = [[1, 2], [-1, 0]], W = [[1, 0], [0, 1], [1, 1]] (3 × 2), b = [0.5, -3, 0]:
+    // x·Wᵀ = [[1, 2, 3], [-1, 0, -1]], + b = [[1.5, -1, 3], [-0.5, -3, -1]], relu: [[1.5, 0, 3], [0, 0, 0]].
+    const Tensor x = Tensor::from({2, 2}, {1, 2, -1, 0}, DType::f64), W = Tensor::from({3, 2}, {1, 0, 0, 1, 1, 1}, DType::f64);
+    const Tensor b = Tensor::from({3}, {0.5, -3, 0}, DType::f64);
+    CHECK(linear(x, W, b).values() == std::vector<double>{1.5, -1, 3, -0.5, -3, -1});
+    CHECK(linear(x, W, b, true).values() == std::vector<double>{1.5, 0, 3, 0, 0, 0});
+    CHECK(linear(x, W).values() == std::vector<double>{1, 2, 3, -1, 0, -1});
+    CHECK(linear(x, W, {}, true).values() == std::vector<double>{1, 2, 3, 0, 0, 0});
+    // Against the ops apart, with a NaN in x, every float dtype, with and without bias / ReLU.
+    for (DType dt : {DType::f32, DType::f64, DType::bf16, DType::f16})
+        for (const bool with_bias : {true, false})
+            for (const bool relu : {true, false}) {
+                INFO(dtype_name(dt) << (with_bias ? " bias" : "") << (relu ? " relu" : ""));
+                Tensor xv = rnd({37, 29}, 51, -2, 2).to(dt);
+                if (dt == DType::f64) xv.data<double>()[5] = std::numeric_limits<double>::quiet_NaN();
+                const ag::Variable xi = ag::param(xv), w = ag::param(rnd({19, 29}, 52).to(dt));
+                const ag::Variable bi = with_bias ? ag::param(rnd({19}, 53).to(dt)) : ag::Variable();
+                const ag::Variable fused = ag::linear(xi, w, bi, relu);
+                ag::Variable apart = ag::matmul(xi, ag::transpose(w));
+                if (with_bias) apart = ag::add(apart, bi);
+                if (relu) apart = ag::relu(apart);
+                REQUIRE(same_bits(fused.value(), apart.value()));
+                const ag::Variable r = ag::constant(rnd({37, 19}, 54).to(dt));
+                std::vector<ag::Variable> wrt{xi, w};
+                if (with_bias) wrt.push_back(bi);
+                const auto gf = ag::grad({ag::sum(ag::mul(fused, r))}, wrt), ga = ag::grad({ag::sum(ag::mul(apart, r))}, wrt);
+                for (std::size_t i = 0; i < wrt.size(); ++i) {
+                    INFO("gradient " << i);
+                    CHECK(same_bits(gf[i].value(), ga[i].value()));
+                }
+            }
+    // f64 finite differences, first and second order, through the ReLU.
+    const ag::Function f = [](const std::vector<ag::Variable>& v) {
+        const ag::Variable y = ag::linear(v[0], v[1], v[2], true);
+        return ag::mul(y, y);
+    };
+    const std::vector<Tensor> in{rnd({5, 4}, 55, -2, 2), rnd({3, 4}, 56), rnd({3}, 57)};
+    const ag::CheckReport g1 = ag::gradcheck(f, in), g2 = ag::gradgradcheck(f, in);
+    INFO(g1.table() << g2.table());
+    CHECK(g1.ok);
+    CHECK(g2.ok);
+    // Errors name the operand.
+    CHECK_THROWS_WITH(linear(x, W.transpose(0, 1)), Catch::Contains("linear: input has shape [2, 2], the weight [2, 3] needs [N, 3]"));
+    CHECK_THROWS_WITH(linear(x, Tensor::zeros({3, 2, 1}, DType::f64)), Catch::Contains("linear: weight has shape [3, 2, 1]"));
+    CHECK_THROWS_WITH(linear(x, W, Tensor::zeros({2}, DType::f64)), Catch::Contains("linear: bias has shape [2], the weight [3, 2] needs [3]"));
+    CHECK_THROWS_WITH(linear(x, W.to(DType::f32)), Catch::Contains("linear: input and weight must share one float dtype, got f64 and f32"));
+    CHECK_THROWS_WITH(linear(x, W, b.to(DType::f32)), Catch::Contains("linear: bias has dtype f32, the input f64"));
+    // The layer: Linear(in, out).with_relu() is Linear then ReLU.
+    nn::Linear plain(29, 19);
+    nn::Linear fused = plain;  // a copy shares the parameters
+    fused.with_relu();
+    CHECK(fused.has_relu());
+    CHECK(fused.repr() == "Linear(29, 19, relu)");
+    const ag::Variable in2 = ag::constant(rnd({7, 29}, 58).to(DType::f32));
+    CHECK(same_bits(fused(in2).value(), nn::ReLU()(plain(in2)).value()));
 }

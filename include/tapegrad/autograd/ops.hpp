@@ -89,6 +89,10 @@ Variable log_softmax(const Variable& a, int axis = -1);
 
 // [M, K] · [K, N], or batched [..., M, K] · [..., K, N] with broadcast leading dims
 Variable matmul(const Variable& a, const Variable& b);
+// x [N, in] · Wᵀ + bias, with `relu` relu of it: one recorded op (tg::linear), the ReLU's
+// gradient taken from the op's output; the same values and gradients as
+// relu(add(matmul(x, transpose(W)), bias)), with fewer passes. nn::Linear runs on it.
+Variable linear(const Variable& x, const Variable& W, const Variable& bias = {}, bool relu = false);
 
 // Losses, averaged over their elements (a scalar).
 Variable mse_loss(const Variable& pred, const Variable& target);

@@ -183,7 +183,13 @@ public:
     Variable forward(const Variable& x) override;
     std::string repr() const override;
     Linear& to(DType dtype) { Module::to(dtype); return *this; }
+    // Followed by a ReLU, fused (ag::linear with relu; as Conv::with_relu).
+    Linear& with_relu(bool on = true) { relu_ = on; return *this; }
+    bool has_relu() const { return relu_; }
     Variable weight, bias;
+
+private:
+    bool relu_ = false;
 };
 
 // Per-axis settings of a convolution layer: the kernel (one size per spatial axis) in the
