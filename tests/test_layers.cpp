@@ -286,7 +286,10 @@ TEST_CASE("2-D max pooling (its own kernel) matches the N-d window-map kernel on
         for (const Case& c : {Case{{2, 3, 9, 11}, {2, 2}, {2, 2}, {0, 0}, {1, 1}}, Case{{2, 3, 9, 11}, {3, 3}, {2, 2}, {1, 1}, {1, 1}},
                               Case{{2, 3, 9, 11}, {3, 2}, {1, 2}, {1, 0}, {2, 1}}, Case{{2, 3, 9, 11}, {2, 3}, {3, 1}, {1, 1}, {1, 2}},
                               Case{{2, 3, 9, 11}, {1, 1}, {1, 1}, {0, 0}, {1, 1}}, Case{{1, 2, 7, 75}, {2, 2}, {2, 2}, {0, 0}, {1, 1}},
-                              Case{{1, 2, 6, 70}, {3, 5}, {1, 3}, {1, 2}, {1, 1}}, Case{{1, 1, 300, 130}, {3, 3}, {2, 2}, {1, 1}, {1, 1}}})
+                              Case{{1, 2, 6, 70}, {3, 5}, {1, 3}, {1, 2}, {1, 1}}, Case{{1, 1, 300, 130}, {3, 3}, {2, 2}, {1, 1}, {1, 1}},
+                              // 2 × 2, stride 2 (the common layer): rows of whole vectors, short tails, odd sizes
+                              Case{{2, 3, 28, 28}, {2, 2}, {2, 2}, {0, 0}, {1, 1}}, Case{{1, 2, 5, 64}, {2, 2}, {2, 2}, {0, 0}, {1, 1}},
+                              Case{{1, 2, 6, 35}, {2, 2}, {2, 2}, {0, 0}, {1, 1}}, Case{{1, 1, 3, 2}, {2, 2}, {2, 2}, {0, 0}, {1, 1}}})
             for (DType dt : {DType::f64, DType::f32}) {
                 INFO(simd::isa_name(isa) << " input " << shape_str(c.input) << " kernel " << shape_str(c.kernel) << " stride "
                                          << shape_str(c.stride) << " pad " << shape_str(c.padding) << " dilation "
