@@ -33,11 +33,12 @@ constexpr double kLr = 2e-3, kLrDecay = 0.3;  // the rate of epoch e (from 0): k
 nn::Sequential make_model(const example::Distributed& dist, double dropout) {
     // No conv bias: the BatchNorm after each conv removes any per-channel shift.
     const nn::ConvOptions k3 = nn::ConvOptions{3, 3}.padding(1).bias(false);
-    // Each BatchNorm carries the ReLU after it, fused (BatchNorm::with_relu).
+    // Each BatchNorm and the hidden Linear carry the ReLU after them, fused
+    // (BatchNorm::with_relu, Linear::with_relu).
     return nn::Sequential{nn::Conv(1, kC1, k3),   dist.batch_norm_relu(kC1), nn::MaxPool(nn::PoolOptions{2, 2}),
                           nn::Conv(kC1, kC2, k3), dist.batch_norm_relu(kC2), nn::MaxPool(nn::PoolOptions{2, 2}),
-                          nn::Flatten(),          nn::Dropout(dropout), nn::Linear(kC2 * 7 * 7, kHidden),
-                          nn::ReLU(),             nn::Linear(kHidden, 10)};
+                          nn::Flatten(),          nn::Dropout(dropout),      nn::Linear(kC2 * 7 * 7, kHidden).with_relu(),
+                          nn::Linear(kHidden, 10)};
 }
 
 }  // namespace
