@@ -83,8 +83,8 @@ Variable batch_norm(const Variable& x, const Variable& weight, const Variable& b
                   [=, mean = m.mean, n_in = inputs.size()](const SavedContext& c, const Variable& g) -> Grads {
                       Grads out(n_in);
                       if (grad_enabled()) {  // create_graph: the differentiable form
-                          // (through the ReLU: g times its 0/1 step, a constant of the output)
-                          const Variable gr_in = relu ? mul(g, constant(step(c.output().value(), 0, 1))) : g;
+                          // (through the ReLU: relu_grad, its mask a constant of the output)
+                          const Variable gr_in = relu ? relu_grad(g, c.output().value()) : g;
                           const Grads gr = batch_norm_grads_graph(c.input(0), wi >= 0 ? c.input(wi) : Variable(), gr_in, eps);
                           out[0] = gr[0];
                           if (wi >= 0) out[static_cast<std::size_t>(wi)] = gr[1];
