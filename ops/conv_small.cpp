@@ -317,6 +317,22 @@ std::int64_t chunk_images(const ConvGeometry& g, const PhaseGrid& pg, std::size_
     return std::clamp<std::int64_t>(kTileCacheBytes / 4 / image, 1, std::max<std::int64_t>(1, most));
 }
 
+// Images per chunk of the weight gradient: also at most as many as keep the rows a register
+// tile of correlate_grad reads again within a 32 KiB L1 (the smallest we run on): one input
+// channel's phase planes, which every block of output channels reads, and a block's o-side
+// rows (at most 4), which every tile of taps reads. Past that they come from L2 each time;
+// short of it each tile's fixed cost (its sums across lanes) weighs more. Measured at 1, 2, 4
+// and 8 images (Intel(R) Xeon(R) Processor, family 6 model 167, AVX-512, ms): depthwise_c128
+// (5 rows of 1 156: 1 image) 2.65 / 2.87-2.98 / 3.07-3.10 / 3.04-3.06; dcgan_g4 (8 rows of
+// 1 156: 1) 1.33-1.36 / 1.47-1.48 / 1.47 / 1.72; the autoencoder's first layer (8 rows of
+// 240: 4) 0.118-0.120 / 0.105 / 0.097 / 0.100; the classifier's second (5 rows of 256: 6)
+// 2.17 / 1.73 / 1.43 / 1.33.
+std::int64_t grad_chunk_images(const ConvGeometry& g, const PhaseGrid& pg, std::size_t eb, std::int64_t most) {
+    constexpr std::int64_t kL1Bytes = 32 * 1024, kTileRows = 4;
+    const std::int64_t per_image = std::max<std::int64_t>(1, (pg.phases + kTileRows) * pg.PS * static_cast<std::int64_t>(eb));
+    return std::clamp<std::int64_t>(kL1Bytes / per_image, 1, chunk_images(g, pg, eb, most));
+}
+
 int units_team(int team, std::int64_t units) {
     return static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(team, units)));
 }
@@ -406,7 +422,7 @@ bool small_weight_grad(const ConvGeometry& g, const T* x, const T* u, T* dw, int
     const PhaseGrid pg(g);
     // Chunks fixed by the geometry alone (at least two where the batch allows), their sums
     // added in chunk order: any team gives the same bits.
-    const Chunk ch(pg, g, chunk_images(g, pg, sizeof(T), (N + 1) / 2));
+    const Chunk ch(pg, g, grad_chunk_images(g, pg, sizeof(T), (N + 1) / 2));
     const GridCopies gc(g, pg, ch);
     const std::vector<std::int64_t> off = ch.tap_offsets();
     const std::int64_t wsize = Og * Ig * Kn, units = ch.units(), i_thread = ch.i_buffer(Ig);
