@@ -321,12 +321,12 @@ std::int64_t chunk_images(const ConvGeometry& g, const PhaseGrid& pg, std::size_
 // tile of correlate_grad reads again within a 32 KiB L1 (the smallest we run on): one input
 // channel's phase planes, which every block of output channels reads, and a block's o-side
 // rows (at most 4), which every tile of taps reads. Past that they come from L2 each time;
-// short of it each tile's fixed cost (its sums across lanes) weighs more. Measured at 1, 2, 4
-// and 8 images (Intel(R) Xeon(R) Processor, family 6 model 167, AVX-512, ms): depthwise_c128
-// (5 rows of 1 156: 1 image) 2.65 / 2.87-2.98 / 3.07-3.10 / 3.04-3.06; dcgan_g4 (8 rows of
-// 1 156: 1) 1.33-1.36 / 1.47-1.48 / 1.47 / 1.72; the autoencoder's first layer (8 rows of
-// 240: 4) 0.118-0.120 / 0.105 / 0.097 / 0.100; the classifier's second (5 rows of 256: 6)
-// 2.17 / 1.73 / 1.43 / 1.33.
+// short of it each tile's fixed costs weigh more. Measured at 1, 2, 4 and 8 images
+// (Intel(R) Xeon(R) Processor, family 6 model 167, AVX-512, ms): depthwise_c128 (5 rows of
+// 1 156: 1 image) 2.65 / 2.87-2.98 / 3.07-3.10 / 3.04-3.06; dcgan_g4 (8 rows of 1 156: 1)
+// 1.33-1.36 / 1.47-1.48 / 1.47 / 1.72; the autoencoder's first layer (8 rows of 240: 4)
+// 0.118-0.120 / 0.105 / 0.097 / 0.100; the classifier's second (5 rows of 256: 6 by L1, 5 by
+// the L2 bound, as before) 2.17 / 1.73 / 1.43 / 1.33.
 std::int64_t grad_chunk_images(const ConvGeometry& g, const PhaseGrid& pg, std::size_t eb, std::int64_t most) {
     constexpr std::int64_t kL1Bytes = 32 * 1024, kTileRows = 4;
     const std::int64_t per_image = std::max<std::int64_t>(1, (pg.phases + kTileRows) * pg.PS * static_cast<std::int64_t>(eb));
