@@ -11,6 +11,7 @@
 #include "tapegrad/core/workspace.hpp"
 #include "tapegrad/ops/conv_direct.hpp"
 #include "tapegrad/ops/conv_phases.hpp"
+#include "tapegrad/ops/conv_rows.hpp"
 #include "tapegrad/ops/conv_small.hpp"
 #include "tapegrad/ops/im2col.hpp"
 #include "tapegrad/ops/math.hpp"
@@ -387,7 +388,7 @@ ConvPlan plan_call(ConvKind kind, const ConvGeometry& g, DType ct) {
                            transposed_algo(), small_conv());
     // The direct kernels fork once and share nothing (no barriers, no shared buffers): a
     // team pays off on a quarter of the work a GEMM step needs.
-    if (p.strategy == ConvStrategy::Small) p.team = team_size(2.0 * g.macs(), kTeamMinFlops / 4);
+    if (p.strategy == ConvStrategy::Small || p.strategy == ConvStrategy::Rows) p.team = team_size(2.0 * g.macs(), kTeamMinFlops / 4);
     return p;
 }
 
@@ -407,12 +408,16 @@ void run_conv(const ConvPlan& p, const ConvGeometry& g, const T* a, const T* b, 
             }
             return;
         case ConvStrategy::Phases: conv_transposed_phases<T>(g, o, w, x); return;
-        case ConvStrategy::Small: {
-            const bool done = k == ConvKind::Forward      ? (small_forward<T>(g, x, w, o, p.team), true)
-                              : k == ConvKind::Transposed ? small_transposed<T>(g, o, w, x, p.team)
-                                                          : small_weight_grad<T>(g, x, o, w, p.team);
+        case ConvStrategy::Small:
+        case ConvStrategy::Rows: {
+            const bool small = p.strategy == ConvStrategy::Small;
+            const bool done = k == ConvKind::Forward
+                                  ? (small ? small_forward<T>(g, x, w, o, p.team) : rows_forward<T>(g, x, w, o, p.team), true)
+                              : k == ConvKind::Transposed
+                                  ? (small ? small_transposed<T>(g, o, w, x, p.team) : rows_transposed<T>(g, o, w, x, p.team))
+                                  : small_weight_grad<T>(g, x, o, w, p.team);
             if (done) return;
-            // Declined (a non-finite operand, see conv_small.hpp): the GEMM path, on a zeroed result.
+            // Declined (a non-finite operand, see conv_small.hpp, conv_rows.hpp): the GEMM path, on a zeroed result.
             if (k == ConvKind::Transposed) std::fill_n(x, g.N * g.G * g.Ig * g.in_numel(), T(0));
             run_conv<T>(plan_conv(k, g, p.team, workspace_budget(), sizeof(T), TransposedAlgo::Col2im, SmallConv::Never), g,
                         a, b, out);

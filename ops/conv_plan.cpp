@@ -7,6 +7,7 @@
 #include <string>
 
 #include "tapegrad/core/env.hpp"
+#include "tapegrad/ops/conv_rows.hpp"
 #include "tapegrad/ops/conv_small.hpp"
 
 namespace tg {
@@ -35,7 +36,7 @@ std::atomic<TransposedAlgo>& transposed_setting() {
     return enum_setting<TransposedAlgo>("TAPEGRAD_TRANSPOSED", {"auto", "col2im", "phases"});
 }
 std::atomic<SmallConv>& small_setting() {
-    return enum_setting<SmallConv>("TAPEGRAD_SMALL_CONV", {"auto", "never", "always"});
+    return enum_setting<SmallConv>("TAPEGRAD_SMALL_CONV", {"auto", "never", "always", "rows"});
 }
 
 // The rule for the small-channel kernels: NCX, at least kSmallMinMacs multiply-adds (below
@@ -47,7 +48,7 @@ std::atomic<SmallConv>& small_setting() {
 // result (the rows' padding; 3-D grids of small planes are mostly padding).
 // bench/RESULTS.md has the layers measured both ways behind the numbers.
 bool small_fits(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, TransposedAlgo algo, SmallConv mode) {
-    if (g.layout != Layout::NCX || mode == SmallConv::Never) return false;
+    if (g.layout != Layout::NCX || mode == SmallConv::Never || mode == SmallConv::Rows) return false;
     if (kind == ConvKind::Transposed && algo != TransposedAlgo::Auto) return false;
     if (mode == SmallConv::Always) return true;
     if (g.macs() < kSmallMinMacs) return false;
@@ -60,6 +61,23 @@ bool small_fits(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, Tr
     const double computed = static_cast<double>(kind == ConvKind::Forward ? pg.PS : pg.phases * pg.PS);
     const double results = static_cast<double>(kind == ConvKind::Forward ? g.out_numel() : g.in_numel());
     return g.Og <= kSmallOg && g.Ig <= kSmallIg && computed <= kSmallWaste * results;
+}
+
+// The rule for the channel-row kernels: NCX forward and transposed calls with at least
+// kRowsMinChannels channels per group a side; at most kRowsMaxResult result channels (more
+// and the GEMM's blocking wins), padded to whole vectors with at most a quarter of them
+// padding; one tap's weight block (reduction channels × padded result channels) within
+// kRowsTapBytes, an L1's share (larger blocks stream from L2 for every register tile).
+// Measured against both other paths in bench/RESULTS.md.
+bool rows_fits(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, TransposedAlgo algo, SmallConv mode) {
+    if (g.layout != Layout::NCX || kind == ConvKind::WeightGrad || (g.Ig == 1 && g.Og == 1)) return false;
+    if (kind == ConvKind::Transposed && algo != TransposedAlgo::Auto) return false;
+    if (mode == SmallConv::Rows) return true;
+    if (mode != SmallConv::Auto) return false;
+    const std::int64_t Cr = kind == ConvKind::Forward ? g.Ig : g.Og, Cd = kind == ConvKind::Forward ? g.Og : g.Ig;
+    const std::int64_t cp = rows_padded_channels(Cd, elem_bytes);
+    return std::min(Cr, Cd) >= kRowsMinChannels && Cd <= kRowsMaxResult && 4 * Cd > 3 * cp &&
+           Cr * cp * static_cast<std::int64_t>(elem_bytes) <= kRowsTapBytes;
 }
 
 // Columns per tile: buffers of about a core's L2 per thread (tiles do not grow with N, so
@@ -103,6 +121,7 @@ const char* strategy_name(ConvStrategy s) {
     switch (s) {
         case ConvStrategy::Depthwise: return "depthwise";
         case ConvStrategy::Small: return "small";
+        case ConvStrategy::Rows: return "rows";
         case ConvStrategy::Phases: return "phases";
         case ConvStrategy::Serial: return "serial";
         case ConvStrategy::Units: return "units";
@@ -124,12 +143,22 @@ ConvPlan plan_conv(ConvKind kind, const ConvGeometry& g, int team, std::int64_t 
     ConvPlan p;
     p.kind = kind;
     const bool nxc = g.layout == Layout::NXC;
-    // The small-channel kernels first: on NCX depthwise layers of some size they are 2.2-2.4×
-    // the depthwise kernels' speed (bench/RESULTS.md), which keep NXC and the smallest.
-    if (small_fits(kind, g, elem_bytes, algo, small)) {
+    // The direct kernels first. Where both fit, the small-channel ones unless both sides have
+    // kRowsOverSmall channels or more (with fewer, rows of 16 channels leave the channel-row
+    // tiles short of sums or their rows of taps short: bench/RESULTS.md). The small-channel
+    // kernels are also 2.2-2.4× the depthwise kernels' speed on NCX depthwise layers of some
+    // size; the depthwise kernels keep NXC and the smallest.
+    const bool rows = rows_fits(kind, g, elem_bytes, algo, small);
+    if (small_fits(kind, g, elem_bytes, algo, small) && !(rows && std::min(g.Ig, g.Og) >= kRowsOverSmall)) {
         p.strategy = ConvStrategy::Small;
         p.team = std::max(1, team);
         p.writes_all = kind != ConvKind::WeightGrad;
+        return p;
+    }
+    if (rows) {
+        p.strategy = ConvStrategy::Rows;
+        p.team = std::max(1, team);
+        p.writes_all = true;
         return p;
     }
     if (g.Ig == 1 && g.Og == 1) {  // depthwise: no GEMM worth the name

@@ -53,10 +53,6 @@ const Kernels<double> f64_scalar = {&correlate_scalar<double>, &correlate_grad_s
 
 }  // namespace simd_small
 
-namespace {
-std::int64_t round_up(std::int64_t n, std::int64_t m) { return (n + m - 1) / m * m; }
-}  // namespace
-
 PhaseGrid::PhaseGrid(const ConvGeometry& g) : D(g.D()) {
     if (D > kMaxD) fail("geometry", "conv: ", D, " spatial axes, at most ", kMaxD, " are supported");
     std::vector<std::int64_t> phase[kMaxD], m[kMaxD];
@@ -114,14 +110,6 @@ const simd_small::Kernels<T>& small_kernels() {
         {simd_small::f32_scalar, simd_small::f32_avx2, simd_small::f32_avx512},
         {simd_small::f64_scalar, simd_small::f64_avx2, simd_small::f64_avx512}};
     return d.active<T>();
-}
-
-template <class T>
-bool all_finite(const T* p, std::int64_t n) {
-    T z = 0;  // 0·v is 0 for every finite v and NaN for an infinity or a NaN
-#pragma omp simd reduction(+ : z)
-    for (std::int64_t i = 0; i < n; ++i) z += p[i] * T(0);
-    return z == T(0);
 }
 
 // Visits the rows of a grid of dims[0..D−1) (all axes but the last) in C order: f(row, idx).
@@ -372,7 +360,7 @@ void small_forward(const ConvGeometry& g, const T* x, const T* w, T* y, int team
 template <class T>
 bool small_transposed(const ConvGeometry& g, const T* u, const T* w, T* r, int team) {
     const std::int64_t N = g.N, G = g.G, Ig = g.Ig, Og = g.Og, Kn = g.kernel_numel(), Xn = g.in_numel(), P = g.out_numel();
-    if (!all_finite(w, G * Og * Ig * Kn)) return false;
+    if (!vec::all_finite(w, G * Og * Ig * Kn)) return false;
     const PhaseGrid pg(g);
     const Chunk ch(pg, g, chunk_images(g, pg, sizeof(T), (N + team - 1) / std::max(1, team)));
     const GridCopies gc(g, pg, ch);
@@ -418,7 +406,7 @@ bool small_transposed(const ConvGeometry& g, const T* u, const T* w, T* r, int t
 template <class T>
 bool small_weight_grad(const ConvGeometry& g, const T* x, const T* u, T* dw, int team) {
     const std::int64_t N = g.N, G = g.G, Ig = g.Ig, Og = g.Og, Kn = g.kernel_numel(), Xn = g.in_numel(), P = g.out_numel();
-    if (!all_finite(x, N * G * Ig * Xn)) return false;
+    if (!vec::all_finite(x, N * G * Ig * Xn)) return false;
     const PhaseGrid pg(g);
     // Chunks fixed by the geometry alone (at least two where the batch allows), their sums
     // added in chunk order: any team gives the same bits.

@@ -46,12 +46,15 @@ struct SmallConvGuard {
     SmallConvGuard& operator=(const SmallConvGuard&) = delete;
 };
 
-// Both ways of running an NCX layer that is not depthwise: the GEMM paths and the direct kernels.
-inline const std::vector<SmallConv>& both_paths() {
-    static const std::vector<SmallConv> m = {SmallConv::Never, SmallConv::Always};
+// The ways of running an NCX layer that is not depthwise: the GEMM paths, the small-channel
+// kernels and the channel-row kernels (forward and transposed; their weight gradient is the GEMM's).
+inline const std::vector<SmallConv>& conv_paths() {
+    static const std::vector<SmallConv> m = {SmallConv::Never, SmallConv::Always, SmallConv::Rows};
     return m;
 }
-inline const char* path_name(SmallConv m) { return m == SmallConv::Always ? " (direct)" : " (gemm)"; }
+inline const char* path_name(SmallConv m) {
+    return m == SmallConv::Always ? " (direct)" : m == SmallConv::Rows ? " (rows)" : " (gemm)";
+}
 
 inline const std::vector<ConvConfig>& conv_table() {
     static const std::vector<ConvConfig> t = {

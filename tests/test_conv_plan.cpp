@@ -98,8 +98,9 @@ TEST_CASE("conv plan: a transposed layer of one large image worked out by hand",
     // 1 MiB / 2560 = 409 columns, fewer than the image's 4096 positions: chunks of one
     // image, and with one image the team splits the i-side channels (32 each).
     // 4096 / 409 -> 11 chunks of 372 or 373 positions; nothing is staged (one image a tile).
+    // (The GEMM path: the channel-row kernels would take this layer.)
     const ConvGeometry g = conv2d(1, 64, 64, 64, 3);
-    const ConvPlan p = plan_conv(ConvKind::Transposed, g, 2, kDefaultBudget, 4, TransposedAlgo::Auto);
+    const ConvPlan p = plan_conv(ConvKind::Transposed, g, 2, kDefaultBudget, 4, TransposedAlgo::Auto, SmallConv::Never);
     CHECK(p.strategy == ConvStrategy::Channels);
     REQUIRE(p.tiles.size() == 11);
     for (std::size_t t = 0; t < 11; ++t) {
@@ -113,7 +114,8 @@ TEST_CASE("conv plan: a transposed layer of one large image worked out by hand",
     CHECK(p.scratch_elems() == 576 * 373);
 
     // With two images the team takes whole images instead.
-    const ConvPlan p2 = plan_conv(ConvKind::Transposed, conv2d(2, 64, 64, 64, 3), 2, kDefaultBudget, 4, TransposedAlgo::Auto);
+    const ConvPlan p2 = plan_conv(ConvKind::Transposed, conv2d(2, 64, 64, 64, 3), 2, kDefaultBudget, 4, TransposedAlgo::Auto,
+                                  SmallConv::Never);
     CHECK(p2.strategy == ConvStrategy::Images);
     CHECK(p2.buffers == 2);
 }
@@ -175,9 +177,11 @@ TEST_CASE("conv plan: the small-channel rule", "[conv_plan]") {
         CHECK(plan(ConvKind::Transposed, g).strategy != ConvStrategy::Small);
         CHECK((plan(ConvKind::WeightGrad, g).strategy == ConvStrategy::Small) == (g.R() <= kSmallR));
     }
-    // 32 channels on both sides (grouped_g8's groups): forward and transposed are direct.
-    CHECK(plan(ConvKind::Forward, conv2d(16, 32, 32, 16, 3)).strategy == ConvStrategy::Small);
-    CHECK(plan(ConvKind::Transposed, conv2d(16, 32, 32, 16, 3)).strategy == ConvStrategy::Small);
+    // 32 channels on both sides (grouped_g8's groups): forward and transposed take the
+    // channel-row kernels, the weight gradient the small-channel one.
+    CHECK(plan(ConvKind::Forward, conv2d(16, 32, 32, 16, 3)).strategy == ConvStrategy::Rows);
+    CHECK(plan(ConvKind::Transposed, conv2d(16, 32, 32, 16, 3)).strategy == ConvStrategy::Rows);
+    CHECK(plan(ConvKind::WeightGrad, conv2d(16, 32, 32, 16, 3)).strategy != ConvStrategy::Rows);
     // A 3-D layer of 8^3 positions: its grid of 10^3 is half padding, past kSmallWaste.
     const ConvGeometry v = ConvGeometry::forward({.N = 2, .C_in = 16, .C_out = 16, .in_size = {8, 8, 8},
                                                   .kernel = {3, 3, 3}, .pads_begin = {1, 1, 1}, .pads_end = {1, 1, 1}});
@@ -206,6 +210,60 @@ TEST_CASE("conv plan: the small-channel rule", "[conv_plan]") {
     // A transposed algorithm asked for by name wins.
     CHECK(plan(ConvKind::Transposed, c1, SmallConv::Always, TransposedAlgo::Col2im).strategy != ConvStrategy::Small);
     CHECK(plan(ConvKind::Transposed, c1, SmallConv::Auto, TransposedAlgo::Phases).strategy == ConvStrategy::Phases);
+}
+
+// The channel-row rule (plan_conv, kRows*), worked out by hand on layers whose result
+// channels are whole vectors at every instruction set (multiples of 16 floats).
+TEST_CASE("conv plan: the channel-row rule", "[conv_plan]") {
+    auto plan = [](ConvKind k, const ConvGeometry& g, SmallConv m = SmallConv::Auto, std::size_t eb = 4) {
+        return plan_conv(k, g, 2, kDefaultBudget, eb, TransposedAlgo::Auto, m);
+    };
+    // vol3d_k4s2 (64 -> 32 channels transposed: 32 i-side, 64 o-side), dilated_d2 (64 -> 64):
+    // forward and transposed; one tap's weight block 32·64 or 64·64 floats, within 32 KiB.
+    const ConvGeometry vol = ConvGeometry::forward({.N = 2, .C_in = 32, .C_out = 64, .in_size = {16, 16, 16},
+                                                    .kernel = {4, 4, 4}, .stride = {2, 2, 2}, .pads_begin = {1, 1, 1},
+                                                    .pads_end = {1, 1, 1}});
+    for (const ConvGeometry& g : {vol, conv2d(4, 64, 64, 32, 3)}) {
+        for (ConvKind k : {ConvKind::Forward, ConvKind::Transposed}) {
+            const ConvPlan p = plan(k, g);
+            CHECK(p.strategy == ConvStrategy::Rows);
+            CHECK(p.team == 2);
+            CHECK(p.writes_all);
+            CHECK(p.scratch_elems() == 0);
+        }
+        CHECK(plan(ConvKind::WeightGrad, g).strategy != ConvStrategy::Rows);  // no channel-row weight gradient
+        CHECK(plan(ConvKind::Forward, g, SmallConv::Never).strategy != ConvStrategy::Rows);
+    }
+    // dcgan_g3 (128 -> 64 transposed): the transposed call sums 128 channels into 64 (a block
+    // of 128·64 floats, 32 KiB: in); the forward one 64 into 128 result channels (past
+    // kRowsMaxResult: the GEMM path). In f64 the transposed block is 64 KiB: out.
+    const ConvGeometry g3 = conv2d(16, 64, 128, 32, 4);
+    CHECK(plan(ConvKind::Transposed, g3).strategy == ConvStrategy::Rows);
+    CHECK(plan(ConvKind::Forward, g3).strategy != ConvStrategy::Rows);
+    CHECK(plan(ConvKind::Transposed, g3, SmallConv::Auto, 8).strategy != ConvStrategy::Rows);
+    // dcgan_g2 (256 -> 128): both past the limits.
+    for (ConvKind k : {ConvKind::Forward, ConvKind::Transposed})
+        CHECK(plan(k, conv2d(16, 128, 256, 16, 4)).strategy != ConvStrategy::Rows);
+    // Fewer than 16 channels a side (dcgan_g4's 3, the classifier's first layer's 1): no.
+    for (ConvKind k : {ConvKind::Forward, ConvKind::Transposed}) {
+        CHECK(plan(k, conv2d(16, 3, 64, 64, 4)).strategy != ConvStrategy::Rows);
+        CHECK(plan(k, conv2d(64, 1, 16, 28, 3)).strategy != ConvStrategy::Rows);
+    }
+    // 16 and 32 channels: where the small-channel kernels fit (the classifier's second
+    // layer) they keep it; where they do not (5x5 taps: a grid 18x18 for 14x14 results,
+    // past kSmallWaste) the channel-row kernels take it.
+    for (ConvKind k : {ConvKind::Forward, ConvKind::Transposed}) {
+        CHECK(plan(k, conv2d(64, 16, 32, 14, 3)).strategy == ConvStrategy::Small);
+        CHECK(plan(k, conv2d(32, 16, 32, 14, 5)).strategy == ConvStrategy::Rows);
+    }
+    // Forced: every NCX forward and transposed call that is not depthwise, never NXC, never
+    // the weight gradient; a transposed algorithm asked for by name wins.
+    CHECK(plan(ConvKind::Forward, conv2d(16, 3, 64, 64, 4), SmallConv::Rows).strategy == ConvStrategy::Rows);
+    CHECK(plan(ConvKind::Forward, conv2d(2, 8, 8, 10, 3, 8), SmallConv::Rows).strategy == ConvStrategy::Depthwise);
+    CHECK(plan(ConvKind::Forward, conv2d(4, 64, 64, 32, 3, 1, Layout::NXC), SmallConv::Rows).strategy != ConvStrategy::Rows);
+    CHECK(plan(ConvKind::WeightGrad, conv2d(4, 64, 64, 32, 3), SmallConv::Rows).strategy != ConvStrategy::Rows);
+    CHECK(plan_conv(ConvKind::Transposed, conv2d(4, 64, 64, 32, 3), 2, kDefaultBudget, 4, TransposedAlgo::Col2im,
+                    SmallConv::Rows).strategy != ConvStrategy::Rows);
 }
 
 TEST_CASE("conv plan: every plan of the conv table keeps the rules", "[conv_plan]") {

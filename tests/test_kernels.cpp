@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <random>
 #include <sstream>
@@ -28,7 +29,7 @@ using tg::testing::ConvConfig;
 using tg::testing::conv_table;
 using tg::testing::WorkspaceGuard;
 using tg::testing::SmallConvGuard;
-using tg::testing::both_paths;
+using tg::testing::conv_paths;
 using tg::testing::path_name;
 using tg::testing::forward_geometry;
 using tg::testing::transposed_geometry;
@@ -167,7 +168,7 @@ void check_adjoint(const ConvGeometry& g, DType dt, std::mt19937_64& rng, const 
 
 TEST_CASE("conv kernels match the direct-loop reference on every table row", "[kernels]") {
     std::mt19937_64 rng(20240611);
-    for (SmallConv path : both_paths()) {
+    for (SmallConv path : conv_paths()) {
         const SmallConvGuard sc(path);
         for (const ConvConfig& c : conv_table()) {
             const WorkspaceGuard ws(c.budget);
@@ -208,12 +209,12 @@ TEST_CASE("f32 and bf16 kernels match the reference at every SIMD instruction se
     std::mt19937_64 rng(77);
     for (simd::Isa isa : tg::testing::tested_isas()) {
         simd::force(isa);
-        for (SmallConv path : both_paths()) {
+        for (SmallConv path : conv_paths()) {
             const SmallConvGuard sc(path);
             for (const ConvConfig& c : conv_table()) {
                 const WorkspaceGuard ws(c.budget);
                 for (Layout layout : {Layout::NCX, Layout::NXC}) {
-                    if (layout == Layout::NXC && path == SmallConv::Always) continue;  // the same GEMM path
+                    if (layout == Layout::NXC && path != SmallConv::Never) continue;  // the same GEMM path
                     for (DType dt : {DType::f32, DType::bf16})
                         check_against_reference(transposed_geometry(c, layout), dt, rng,
                                                 describe(c, layout, dt) + " at " + simd::isa_name(isa) + path_name(path));
@@ -257,7 +258,7 @@ TEST_CASE("the weight gradient's im2col in chunks of panels matches the referenc
 TEST_CASE("thread teams (forced on small cases) give the results of one thread", "[kernels][threads]") {
     const TeamGuard restore;
     std::mt19937_64 rng(99);
-    for (SmallConv path : both_paths())
+    for (SmallConv path : conv_paths())
     for (const ConvConfig& c : conv_table()) {
         const SmallConvGuard sc(path);
         const WorkspaceGuard ws(c.budget);
@@ -386,20 +387,20 @@ TEST_CASE("conv kernels match the reference on every kind of tile and team", "[k
         }
 }
 
-// The direct small-channel kernels (tapegrad/ops/conv_small.hpp) on every NCX row of the
-// table, at every instruction set, in f32 and f64; and the comparison is tight enough to
-// see one product missing (a planted error: the reference without one tap or one element).
-TEST_CASE("the small-channel kernels match the reference at every instruction set, and a planted error is caught",
-          "[kernels][simd][small]") {
+namespace {
+
+// A family of direct kernels forced on (`path`): every NCX row of the conv table and `extra`,
+// forward and transposed, at every instruction set, in f32 and f64, against the reference;
+// on the rows that are not depthwise the plan names `strategy` for each of `kinds`, and the
+// comparison is tight enough to see one product missing (a planted error: the reference
+// without one weight element, and for the weight gradient without one o-side element).
+void check_direct_kernels(SmallConv path, ConvStrategy strategy, const std::vector<ConvKind>& kinds,
+                          const std::vector<ConvConfig>& extra, std::uint64_t seed) {
     const tg::testing::IsaGuard restore;
-    const SmallConvGuard direct(SmallConv::Always);
-    std::mt19937_64 rng(1212);
-    // The table's rows have at most 4 channels a side: these reach the register tiles of 8
-    // output channels and their remainders (13 = 8 + 5, 9 = 8 + 1, 20 = 8 + 8 + 4).
+    const SmallConvGuard direct(path);
+    std::mt19937_64 rng(seed);
     std::vector<ConvConfig> rows = conv_table();
-    rows.push_back({"2d 3 -> 13 channels", 2, 1, 3, 13, {{9, 3, 2, 1, 1, 1, 1}, {8, 3, 1, 1, 1, 1}}});
-    rows.push_back({"1d 9 -> 20 channels", 2, 1, 9, 20, {{11, 4, 2, 1, 1, 1}}});
-    rows.push_back({"2d groups2 8 -> 9", 1, 2, 8, 9, {{6, 3, 1, 2, 2, 2}, {7, 2, 2, 1, 0, 1, 1}}});
+    rows.insert(rows.end(), extra.begin(), extra.end());
     for (simd::Isa isa : tg::testing::tested_isas()) {
         simd::force(isa);
         for (const ConvConfig& c : rows)
@@ -411,8 +412,8 @@ TEST_CASE("the small-channel kernels match the reference at every instruction se
         for (const ConvConfig& c : rows) {
             if (c.Ig == 1 && c.Og == 1) continue;  // depthwise: not these kernels
             const ConvGeometry g = transposed_geometry(c, Layout::NCX);
-            CHECK(plan_conv(ConvKind::Forward, g, 1, workspace_budget(), 4, TransposedAlgo::Auto, small_conv()).strategy ==
-                  ConvStrategy::Small);
+            for (ConvKind kind : kinds)
+                CHECK(plan_conv(kind, g, 1, workspace_budget(), 4, TransposedAlgo::Auto, small_conv()).strategy == strategy);
             const Tensor x = random_tensor(g.in_shape(), rng), u = random_tensor(g.out_shape(), rng);
             const Tensor W = random_tensor(g.weight_shape(), rng);
             const double f = factor_for(DType::f32, g);
@@ -426,52 +427,102 @@ TEST_CASE("the small-channel kernels match the reference at every instruction se
             const Tensor up = Tensor::from(u.shape(), uv, DType::f64);
             const Tensor xf = x.to(DType::f32), uf = u.to(DType::f32), Wf = W.to(DType::f32);
             INFO(describe(c, Layout::NCX, DType::f32) << " at " << simd::isa_name(isa) << ": a planted error");
-            CHECK(out_of_tolerance(conv_forward(xf, Wf, g).to(DType::f64), reference::conv_forward(x, Wp, g),
-                                   reference::conv_forward(abs_tensor(x), abs_tensor(W), g), f) > 0);
-            CHECK(out_of_tolerance(conv_transposed(uf, Wf, g).to(DType::f64), reference::conv_transposed(u, Wp, g),
-                                   reference::conv_transposed(abs_tensor(u), abs_tensor(W), g), f) > 0);
-            CHECK(out_of_tolerance(conv_weight_grad(xf, uf, g).to(DType::f64), reference::conv_weight_grad(x, up, g),
-                                   reference::conv_weight_grad(abs_tensor(x), abs_tensor(u), g), f) > 0);
+            for (ConvKind kind : kinds) {
+                if (kind == ConvKind::Forward)
+                    CHECK(out_of_tolerance(conv_forward(xf, Wf, g).to(DType::f64), reference::conv_forward(x, Wp, g),
+                                           reference::conv_forward(abs_tensor(x), abs_tensor(W), g), f) > 0);
+                else if (kind == ConvKind::Transposed)
+                    CHECK(out_of_tolerance(conv_transposed(uf, Wf, g).to(DType::f64), reference::conv_transposed(u, Wp, g),
+                                           reference::conv_transposed(abs_tensor(u), abs_tensor(W), g), f) > 0);
+                else
+                    CHECK(out_of_tolerance(conv_weight_grad(xf, uf, g).to(DType::f64), reference::conv_weight_grad(x, up, g),
+                                           reference::conv_weight_grad(abs_tensor(x), abs_tensor(u), g), f) > 0);
+            }
         }
     }
 }
 
-// Where the direct kernels would multiply an infinity or a NaN by the zeros around a grid
-// (the transposed kernel's weight, the weight gradient's x), they hand the call to the GEMM
-// path: the results are that path's, NaN for NaN and infinity for infinity.
-TEST_CASE("the small-channel kernels give the GEMM path's results on non-finite operands", "[kernels][small]") {
+}  // namespace
+
+// The direct small-channel kernels (tapegrad/ops/conv_small.hpp). The table's rows have at
+// most 4 channels a side: the extra rows reach the register tiles of 8 output channels and
+// their remainders (13 = 8 + 5, 9 = 8 + 1, 20 = 8 + 8 + 4).
+TEST_CASE("the small-channel kernels match the reference at every instruction set, and a planted error is caught",
+          "[kernels][simd][small]") {
+    check_direct_kernels(SmallConv::Always, ConvStrategy::Small, {ConvKind::Forward, ConvKind::Transposed, ConvKind::WeightGrad},
+                         {{"2d 3 -> 13 channels", 2, 1, 3, 13, {{9, 3, 2, 1, 1, 1, 1}, {8, 3, 1, 1, 1, 1}}},
+                          {"1d 9 -> 20 channels", 2, 1, 9, 20, {{11, 4, 2, 1, 1, 1}}},
+                          {"2d groups2 8 -> 9", 1, 2, 8, 9, {{6, 3, 1, 2, 2, 2}, {7, 2, 2, 1, 0, 1, 1}}}},
+                         1212);
+}
+
+// The channel-row kernels (tapegrad/ops/conv_rows.hpp), forward and transposed (their weight
+// gradient is the GEMM path's). The extra rows have tens of channels: channel blocks of 1 to
+// 4 vectors and a part vector at AVX2 and AVX-512, long rows in several register tiles,
+// groups, strides, dilations, output padding, 1-D to 3-D.
+TEST_CASE("the channel-row kernels match the reference at every instruction set, and a planted error is caught",
+          "[kernels][simd][rows]") {
+    check_direct_kernels(SmallConv::Rows, ConvStrategy::Rows, {ConvKind::Forward, ConvKind::Transposed},
+                         {{"1d 20 -> 37 channels long rows", 2, 1, 20, 37, {{61, 5, 1, 1, 2, 2}}},
+                          {"1d 9 -> 70 channels stride3 op2", 1, 1, 9, 70, {{13, 4, 3, 1, 1, 2, 2}}},
+                          {"2d 33 -> 16 channels stride2", 2, 1, 33, 16, {{9, 4, 2, 1, 1, 1}, {8, 3, 2, 1, 1, 1, 1}}},
+                          {"2d groups3 8 -> 24 dil2", 1, 3, 8, 24, {{10, 3, 1, 2, 2, 2}, {7, 3, 1, 2, 2, 2}}},
+                          {"3d 16 -> 17 channels stride2", 2, 1, 16, 17,
+                           {{5, 4, 2, 1, 1, 1}, {4, 3, 2, 1, 1, 0, 1}, {6, 4, 2, 1, 1, 1}}}},
+                         2626);
+}
+
+// Where the direct kernels would multiply an infinity or a NaN by zeros the reference never
+// forms products with (the small-channel transposed kernel's and the channel-row transposed
+// kernel's weight, the small-channel weight gradient's x), they hand the call to the GEMM
+// path: the results are that path's, bit for bit. The channel-row forward kernel forms the
+// im2col path's products in another order: NaN where it gives NaN, the same infinities.
+TEST_CASE("the direct kernels give the GEMM path's results on non-finite operands", "[kernels][small][rows]") {
     std::mt19937_64 rng(1313);
-    const ConvConfig c{"2d stride2 pad1 op", 2, 1, 3, 4, {{6, 3, 2, 1, 1, 1, 1}, {5, 3, 2, 1, 1, 1, 1}}};
+    const ConvConfig c{"2d stride2 pad1 op", 2, 1, 5, 6, {{6, 3, 2, 1, 1, 1, 1}, {5, 3, 2, 1, 1, 1, 1}}};
     const ConvGeometry g = transposed_geometry(c, Layout::NCX);
     Tensor x = random_tensor(g.in_shape(), rng).to(DType::f32), u = random_tensor(g.out_shape(), rng).to(DType::f32);
     Tensor W = random_tensor(g.weight_shape(), rng).to(DType::f32);
     x.data<float>()[7] = std::numeric_limits<float>::infinity();
     x.data<float>()[20] = std::numeric_limits<float>::quiet_NaN();
+    u.data<float>()[3] = std::numeric_limits<float>::quiet_NaN();
     W.data<float>()[4] = -std::numeric_limits<float>::infinity();
-    auto both = [&](auto&& f) {
-        std::vector<std::vector<double>> r;
-        for (SmallConv path : both_paths()) {
-            const SmallConvGuard sc(path);
-            r.push_back(f().values());
-        }
-        return r;
+    const auto transposed = [&] { return conv_transposed(u, W, g); };
+    const auto forward = [&] { return conv_forward(x, W, g); };
+    const auto weight_grad = [&] { return conv_weight_grad(x, u, g); };
+    struct Case {
+        SmallConv path;
+        const char* op;
+        std::function<Tensor()> f;
+        bool exact;
     };
-    for (const auto& r : {both([&] { return conv_transposed(u, W, g); }), both([&] { return conv_weight_grad(x, u, g); })}) {
-        REQUIRE(r[0].size() == r[1].size());
-        std::size_t nonfinite = 0;
-        for (std::size_t i = 0; i < r[0].size(); ++i) {
-            INFO("element " << i << ": gemm " << r[0][i] << ", direct " << r[1][i]);
-            CHECK(std::isnan(r[0][i]) == std::isnan(r[1][i]));
-            if (!std::isnan(r[0][i])) CHECK(r[0][i] == r[1][i]);
-            nonfinite += !std::isfinite(r[0][i]);
+    for (const Case& k : {Case{SmallConv::Always, "transposed", transposed, true}, Case{SmallConv::Always, "weight grad", weight_grad, true},
+                          Case{SmallConv::Rows, "transposed", transposed, true}, Case{SmallConv::Rows, "forward", forward, false}}) {
+        std::vector<double> gemm, direct;
+        {
+            const SmallConvGuard sc(SmallConv::Never);
+            gemm = k.f().values();
         }
+        {
+            const SmallConvGuard sc(k.path);
+            direct = k.f().values();
+        }
+        REQUIRE(gemm.size() == direct.size());
+        std::size_t nonfinite = 0, differ = 0;
+        for (std::size_t i = 0; i < gemm.size(); ++i) {
+            nonfinite += !std::isfinite(gemm[i]);
+            if (std::isnan(gemm[i]) != std::isnan(direct[i])) ++differ;
+            else if (!std::isnan(gemm[i]) && (k.exact || std::isinf(gemm[i])) && gemm[i] != direct[i]) ++differ;
+        }
+        INFO(k.op << path_name(k.path));
+        CHECK(differ == 0);
         CHECK(nonfinite > 0);  // the case is not vacuous
     }
 }
 
 TEST_CASE("conv kernels satisfy the adjoint identities on every table row", "[kernels]") {
     std::mt19937_64 rng(7);
-    for (SmallConv path : both_paths())
+    for (SmallConv path : conv_paths())
     for (const ConvConfig& c : conv_table()) {
         const SmallConvGuard sc(path);
         const WorkspaceGuard ws(c.budget);

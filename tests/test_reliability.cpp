@@ -19,7 +19,7 @@ using namespace tg::testsov;
 TEST_CASE("an invalid conv setting is an error where a conv runs, not an abort before main", "[reliability]") {
     const std::vector<std::pair<std::string, std::string>> settings = {
         {"TAPEGRAD_TRANSPOSED=bogus", "TAPEGRAD_TRANSPOSED='bogus' must be auto, col2im or phases"},
-        {"TAPEGRAD_SMALL_CONV=bogus", "TAPEGRAD_SMALL_CONV='bogus' must be auto, never or always"}};
+        {"TAPEGRAD_SMALL_CONV=bogus", "TAPEGRAD_SMALL_CONV='bogus' must be auto, never, always or rows"}};
     for (const auto& [env, message] : settings) {
         INFO(env);
         TempDir scratch;

@@ -3,6 +3,7 @@
 // allows. Kernels written with xsimd are compiled once per set (files named *.avx2.cpp and
 // *.avx512.cpp get the matching compiler flags) and reached through one mechanism, Dispatch.
 #pragma once
+#include <cstdint>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -58,5 +59,17 @@ struct TypedDispatch {
     template <class T>
     const Table<T>& active() const { return on<T>(simd::active()); }
 };
+
+// f(std::integral_constant<int, n>{}) for a run-time n in [1, MAX]: register tiles' sizes
+// are template parameters of the kernels, picked per block at run time.
+template <int MAX, class F>
+void with_size(std::int64_t n, F&& f) {
+    if constexpr (MAX > 1) {
+        if (n >= MAX) f(std::integral_constant<int, MAX>{});
+        else with_size<MAX - 1>(n, f);
+    } else {
+        f(std::integral_constant<int, 1>{});
+    }
+}
 
 }  // namespace tg::simd

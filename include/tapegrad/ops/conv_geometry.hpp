@@ -22,6 +22,7 @@ enum class Layout { NCX, NXC };
 // Integer division rounding down / up, for any signs of a and b > 0.
 inline std::int64_t floor_div(std::int64_t a, std::int64_t b) { return a / b - (a % b != 0 && a < 0); }
 inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return -floor_div(-a, b); }
+inline std::int64_t round_up(std::int64_t n, std::int64_t m) { return ceil_div(n, m) * m; }  // n >= 0, m > 0
 
 // Every length the kernels form (j·s + k·d − pb, X + pb) stays within ±2^62, far from the
 // int64 limits: the geometry constructors and the spec padding rules both enforce it.

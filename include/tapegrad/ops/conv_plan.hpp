@@ -27,17 +27,21 @@ enum class TransposedAlgo { Auto, Col2im, Phases };
 void set_transposed_algo(TransposedAlgo algo);
 TransposedAlgo transposed_algo();
 
-// Whether layers with few channels per group run the direct kernels of
-// tapegrad/ops/conv_small.hpp: `Auto` by the rule in plan_conv, `Never` (the GEMM paths),
-// `Always` (every NCX layer that is not depthwise, as tests force). A transposed algorithm
-// other than Auto wins over it. TAPEGRAD_SMALL_CONV=auto|never|always sets it on first use.
-enum class SmallConv { Auto, Never, Always };
+// Whether NCX layers run the direct kernels: those for few channels per group
+// (tapegrad/ops/conv_small.hpp) and those with the channels as the vector
+// (tapegrad/ops/conv_rows.hpp). `Auto`: by the rules in plan_conv; `Never`: the GEMM paths;
+// `Always`: the small-channel kernels on every NCX layer that is not depthwise; `Rows`: the
+// channel-row kernels on every such forward and transposed call (the weight gradient keeps
+// the GEMM path). Tests force each. A transposed algorithm other than Auto wins over it.
+// TAPEGRAD_SMALL_CONV=auto|never|always|rows sets it on first use.
+enum class SmallConv { Auto, Never, Always, Rows };
 void set_small_conv(SmallConv mode);
 SmallConv small_conv();
 
 enum class ConvStrategy {
     Depthwise,  // Ig = Og = 1 where Small does not apply (NXC, the smallest): tapegrad/ops/conv_direct.hpp
     Small,      // few channels per group (NCX): the direct kernels of tapegrad/ops/conv_small.hpp
+    Rows,       // tens of channels per group (NCX forward, transposed): tapegrad/ops/conv_rows.hpp
     Phases,     // the transposed kernel by stride phases (tapegrad/ops/conv_phases.hpp)
     Serial,     // one thread: tiles in order, groups in order
     Units,      // each thread takes whole (tile, group) units with buffers of its own, no
@@ -95,5 +99,7 @@ inline constexpr std::int64_t kWideImageCols = 256;
 // The small-channel rule's limits (see plan_conv).
 inline constexpr std::int64_t kSmallOg = 32, kSmallIg = 32, kSmallR = 256, kSmallRStrided = 64;
 inline constexpr double kSmallMinMacs = 65536, kSmallWaste = 1.5;
+// The channel-row rule's limits (see plan_conv).
+inline constexpr std::int64_t kRowsMinChannels = 16, kRowsMaxResult = 64, kRowsTapBytes = 32 << 10, kRowsOverSmall = 32;
 
 }  // namespace tg

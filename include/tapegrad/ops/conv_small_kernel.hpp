@@ -22,17 +22,7 @@ namespace tg::simd_small::kernel {
 template <class Arch, class T>
 inline constexpr bool kWide = xsimd::batch<T, Arch>::size * sizeof(T) >= 64;  // 32 vector registers
 
-// f(std::integral_constant<int, n>{}) for a run-time n in [1, MAX]: the register tiles'
-// sizes are template parameters, picked per block at run time.
-template <int MAX, class F>
-void with_size(std::int64_t n, F&& f) {
-    if constexpr (MAX > 1) {
-        if (n >= MAX) f(std::integral_constant<int, MAX>{});
-        else with_size<MAX - 1>(n, f);
-    } else {
-        f(std::integral_constant<int, 1>{});
-    }
-}
+using simd::with_size;
 
 template <class Arch, class T, int OB, int TV>
 void correlate_tile(const Correlate<T>& a, std::int64_t o0, std::int64_t t0) {

@@ -1,0 +1,39 @@
+// Direct kernels for NCX layers with tens of channels per group, the channels as the vector.
+//
+// The operand a result is summed from (forward: x, i-side; transposed: u, o-side) is copied
+// once per call into rows of the last spatial axis, channels innermost (a position's
+// reduction channels contiguous), with zeros for the last axis' padding taps; the weight
+// into one [reduction channel][result channel] block per tap, result channels padded to a
+// whole vector. A result row (all outer coordinates fixed) is then a few spans of results
+// along the last axis, each a sum over its taps and reduction channels of one broadcast
+// input element times a vector of weights (tapegrad/ops/conv_rows_kernels.hpp): no column
+// buffer, no scatter-add. Per axis, with stride s, dilation d and pad pb:
+//   forward:     y at q reads x at q·s − pb + k·d, every tap k; one span per row, inputs
+//                s positions apart.
+//   transposed:  r at q reads u at (q + pb − k·d)/s where that divides; the results of a
+//                row with q ≡ ρ (mod s) form one span (its taps are the same for every q
+//                in it), inputs 1 position apart.
+// On the outer axes a tap that reads outside the operand is left out; on the last axis it
+// multiplies a zero of the copy. The row's results go from a vector-per-position buffer to
+// the NCX result, every element written.
+//
+// Non-finite weights: the transposed kernel multiplies the weight by zeros the reference
+// never forms products with, so it declines (returns false) when the weight holds an
+// infinity or a NaN, and the caller runs the GEMM path (as tapegrad/ops/conv_small.hpp).
+#pragma once
+#include <cstdint>
+
+#include "tapegrad/ops/conv_geometry.hpp"
+
+namespace tg {
+
+// Same roles as the im2col kernels (ops/conv_exec.hpp): x i-side, u/y o-side, w the weight.
+// Every element of y and r is written. `team` threads at most; results do not depend on it.
+template <class T> void rows_forward(const ConvGeometry& g, const T* x, const T* w, T* y, int team);
+template <class T> bool rows_transposed(const ConvGeometry& g, const T* u, const T* w, T* r, int team);
+
+// Result channels the kernels compute per group at the active instruction set: `channels`
+// rounded up to a whole vector of T (the rule in plan_conv weighs the padding).
+std::int64_t rows_padded_channels(std::int64_t channels, std::size_t elem_bytes);
+
+}  // namespace tg

@@ -1,0 +1,34 @@
+// The table of the channel-row convolution kernels (tapegrad/ops/conv_rows.hpp), one per
+// instruction set and element type (filled by ops/conv_rows.avx2.cpp, ops/conv_rows.avx512.cpp,
+// and plainly in ops/conv_rows.cpp for Isa::scalar), reached through simd::Dispatch.
+#pragma once
+#include <cstdint>
+
+#include "tapegrad/core/simd.hpp"
+
+namespace tg::simd_rows {
+
+// One span of a row: n results, each a vector of cp channels (cp a multiple of the table's
+// lanes), summed over taps and reduction channels:
+//   out[j·ostep + c] = Σ_t Σ_r in[t][j·istep + r] · w[t][r·cp + c]   for j < n, c < cp
+// each sum in the order t, then r. Every out element of the span is written.
+template <class T>
+struct Span {
+    std::int64_t n, ntaps, nred, cp;
+    const T* const* in;  // per tap: the first result's reduction channels (contiguous)
+    const T* const* w;   // per tap: nred rows of cp weights (64-byte aligned)
+    std::int64_t istep;
+    T* out;
+    std::int64_t ostep;
+};
+
+template <class T>
+struct Kernels {
+    std::int64_t lanes;  // elements of one vector: cp and weight rows come in multiples of it
+    void (*span)(const Span<T>& a);
+};
+
+extern const Kernels<float> f32_scalar, f32_avx2, f32_avx512;
+extern const Kernels<double> f64_scalar, f64_avx2, f64_avx512;
+
+}  // namespace tg::simd_rows

@@ -1,0 +1,290 @@
+#include "tapegrad/ops/conv_rows.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include <omp.h>
+
+#include "tapegrad/core/workspace.hpp"
+#include "tapegrad/ops/conv_axes.hpp"
+#include "tapegrad/ops/conv_rows_kernels.hpp"
+#include "tapegrad/ops/vec.hpp"
+
+namespace tg {
+
+namespace simd_rows {
+namespace {
+
+// Isa::scalar: the same sums, element by element.
+template <class T>
+void span_scalar(const Span<T>& a) {
+    for (std::int64_t j = 0; j < a.n; ++j)
+        for (std::int64_t c = 0; c < a.cp; ++c) {
+            T s = 0;
+            for (std::int64_t t = 0; t < a.ntaps; ++t)
+                for (std::int64_t r = 0; r < a.nred; ++r) s += a.in[t][j * a.istep + r] * a.w[t][r * a.cp + c];
+            a.out[j * a.ostep + c] = s;
+        }
+}
+
+}  // namespace
+
+const Kernels<float> f32_scalar = {1, &span_scalar<float>};
+const Kernels<double> f64_scalar = {1, &span_scalar<double>};
+
+}  // namespace simd_rows
+
+namespace {
+
+template <class T>
+const simd_rows::Kernels<T>& rows_kernels() {
+    static const simd::TypedDispatch<simd_rows::Kernels> d{
+        {simd_rows::f32_scalar, simd_rows::f32_avx2, simd_rows::f32_avx512},
+        {simd_rows::f64_scalar, simd_rows::f64_avx2, simd_rows::f64_avx512}};
+    return d.active<T>();
+}
+
+// One call's layout: the summed operand ("source": x forward, u transposed) and the result
+// ("destination"), both per axis; the copy's last-axis halo; the last axis' spans.
+struct Rows {
+    bool transposed = false;
+    int D = 0;
+    std::int64_t G = 1, Cr = 0, Cd = 0, cp = 0, Kn = 1, KL = 1;
+    Shape src, dst;                 // spatial sizes
+    std::int64_t src_n = 1, dst_n = 1;  // ∏ of each
+    std::int64_t src_rows = 1, dst_rows = 1;  // ∏ of the outer axes
+    std::int64_t hl = 0, Lp = 0;    // zeros before a copied row, its length with both halos
+    // Last-axis spans: the first result, the count, the source step between results; per
+    // tap k of the last axis, its source offset (positions from the copied row's start) or
+    // kNoTap where the span's results do not take that tap.
+    static constexpr std::int64_t kNoTap = std::numeric_limits<std::int64_t>::min();
+    struct SpanDef {
+        std::int64_t first, count, in_step;
+        std::vector<std::int64_t> off;  // per k < KL
+    };
+    std::vector<SpanDef> spans;
+
+    Rows(const ConvGeometry& g, bool tr, std::int64_t lanes) : transposed(tr), D(g.D()), G(g.G) {
+        Cr = tr ? g.Og : g.Ig;
+        Cd = tr ? g.Ig : g.Og;
+        cp = round_up(Cd, lanes);
+        Kn = g.kernel_numel();
+        src = tr ? g.out_size : g.in_size;
+        dst = tr ? g.in_size : g.out_size;
+        for (int a = 0; a < D; ++a) {
+            src_n *= src[a];
+            dst_n *= dst[a];
+            if (a + 1 < D) {
+                src_rows *= src[a];
+                dst_rows *= dst[a];
+            }
+        }
+        const int L = D - 1;
+        KL = g.kernel[L];
+        const std::int64_t s = g.stride[L], d = g.dilation[L], pb = g.pad_begin[L], Ls = src[L], Ld = dst[L];
+        std::int64_t lo = 0, hi = Ls - 1;  // source positions read
+        if (!tr) {
+            SpanDef sp{0, Ld, s, {}};
+            for (std::int64_t k = 0; k < KL; ++k) sp.off.push_back(k * d - pb);
+            lo = std::min(lo, -pb);
+            hi = std::max(hi, (Ld - 1) * s - pb + (KL - 1) * d);
+            spans.push_back(sp);
+        } else {
+            for (std::int64_t rho = 0; rho < std::min(s, Ld); ++rho) {
+                SpanDef sp{rho, (Ld - 1 - rho) / s + 1, 1, std::vector<std::int64_t>(static_cast<std::size_t>(KL), kNoTap)};
+                bool any = false;
+                for (std::int64_t k = 0; k < KL; ++k) {
+                    const std::int64_t t = rho + pb - k * d;
+                    if (floor_div(t, s) * s != t) continue;
+                    const std::int64_t p0 = t / s;
+                    sp.off[static_cast<std::size_t>(k)] = p0;
+                    lo = std::min(lo, p0);
+                    hi = std::max(hi, p0 + sp.count - 1);
+                    any = true;
+                }
+                if (!any) sp.off.clear();  // no tap: the span's results are zeros
+                spans.push_back(sp);
+            }
+        }
+        hl = -lo;
+        Lp = hi + 1 - lo;
+        for (SpanDef& sp : spans)
+            for (std::int64_t& o : sp.off)
+                if (o != kNoTap) o += hl;
+    }
+    std::int64_t copy_elems() const { return src_rows * Lp * Cr; }  // one (image, group)
+};
+
+// Rows of a grid per block: at least kBlockPositions positions where the grid has them
+// (whole W × W blocks for the transposes, a row buffer within a core's L1).
+constexpr std::int64_t kBlockPositions = 128;
+std::int64_t rows_per_block(std::int64_t row_len, std::int64_t rows) {
+    return std::min(rows, std::max<std::int64_t>(1, kBlockPositions / row_len));
+}
+
+// The source of one (image, group) into rows of positions, channels innermost, with zeros
+// on the halo: dst[(row·Lp + hl + l)·Cr + c] = src[c·src_n + row·Ls + l], through `tmp`
+// (a block of rows transposed at once, then its rows copied into place).
+template <class T>
+void copy_source(const Rows& R, const T* src, T* dst, T* tmp) {
+    const std::int64_t Ls = R.src[static_cast<std::size_t>(R.D - 1)], rb = rows_per_block(Ls, R.src_rows);
+    for (std::int64_t row0 = 0; row0 < R.src_rows; row0 += rb) {
+        const std::int64_t nr = std::min(rb, R.src_rows - row0);
+        vec::transpose(src + row0 * Ls, R.src_n, R.Cr, nr * Ls, tmp, R.Cr);
+        for (std::int64_t row = row0; row < row0 + nr; ++row) {
+            T* d = dst + row * R.Lp * R.Cr;
+            std::fill_n(d, R.hl * R.Cr, T(0));
+            std::copy_n(tmp + (row - row0) * Ls * R.Cr, Ls * R.Cr, d + R.hl * R.Cr);
+            std::fill_n(d + (R.hl + Ls) * R.Cr, (R.Lp - R.hl - Ls) * R.Cr, T(0));
+        }
+    }
+}
+
+}  // namespace
+
+std::int64_t rows_padded_channels(std::int64_t channels, std::size_t elem_bytes) {
+    const std::int64_t lanes = elem_bytes == 8 ? rows_kernels<double>().lanes : rows_kernels<float>().lanes;
+    return round_up(channels, lanes);
+}
+
+namespace {
+
+// Both kinds: `src` the summed operand, `wp` the packed weight ([group][tap][Cr][cp]).
+template <class T>
+void run_rows(const ConvGeometry& g, const Rows& R, const T* src, const T* wp, T* dst, int team) {
+    const simd_rows::Kernels<T>& k = rows_kernels<T>();
+    const std::int64_t N = g.N, G = R.G, D = R.D, L = D - 1;
+    const std::int64_t copy = R.copy_elems();
+    Buffer<T> rows(N * G * copy);
+    const std::int64_t Ld = R.dst[static_cast<std::size_t>(L)], Ls = R.src[static_cast<std::size_t>(L)];
+    // Units: blocks of result rows of one (image, group), computed into a row buffer and
+    // transposed into the result at once.
+    const std::int64_t rb = rows_per_block(Ld, R.dst_rows), blocks = (R.dst_rows + rb - 1) / rb, units = N * G * blocks;
+    const int nt = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(team, units)));
+    const std::int64_t per_thread = std::max(rb * Ld * R.cp, rows_per_block(Ls, R.src_rows) * Ls * R.Cr);
+    Buffer<T> out_rows(nt * per_thread);
+    // Outer taps of a result row: the source row they read and their first weight tap.
+    const std::int64_t Ko = R.Kn / R.KL;
+#pragma omp parallel num_threads(nt)
+    {
+#pragma omp for schedule(static)
+        for (std::int64_t ng = 0; ng < N * G; ++ng)
+            copy_source(R, src + ng * R.Cr * R.src_n, rows.data() + ng * copy, out_rows.data() + omp_get_thread_num() * per_thread);
+        T* const ob0 = out_rows.data() + omp_get_thread_num() * per_thread;
+        std::vector<std::int64_t> orow(static_cast<std::size_t>(Ko)), otap(static_cast<std::size_t>(Ko));
+        std::vector<const T*> in(static_cast<std::size_t>(R.Kn)), wt(static_cast<std::size_t>(R.Kn));
+        std::int64_t q[kMaxD] = {}, kk[kMaxD] = {};
+#pragma omp for schedule(static)
+        for (std::int64_t un = 0; un < units; ++un) {
+            const std::int64_t ng = un / blocks, row0 = un % blocks * rb, row1 = std::min(R.dst_rows, row0 + rb), gi = ng % G;
+            for (std::int64_t drow = row0; drow < row1; ++drow) {
+            T* const ob = ob0 + (drow - row0) * Ld * R.cp;
+            // The result row's outer coordinates, then its outer taps that read inside the source.
+            for (std::int64_t a = L - 1, rest = drow; a >= 0; --a) {
+                q[a] = rest % R.dst[static_cast<std::size_t>(a)];
+                rest /= R.dst[static_cast<std::size_t>(a)];
+            }
+            std::int64_t nto = 0;
+            for (std::int64_t ko = 0; ko < Ko; ++ko) {
+                for (std::int64_t a = L - 1, rest = ko; a >= 0; --a) {
+                    kk[a] = rest % g.kernel[static_cast<std::size_t>(a)];
+                    rest /= g.kernel[static_cast<std::size_t>(a)];
+                }
+                std::int64_t srow = 0;
+                bool ok = true;
+                for (std::int64_t a = 0; a < L && ok; ++a) {
+                    const std::size_t ua = static_cast<std::size_t>(a);
+                    std::int64_t p;
+                    if (!R.transposed) {
+                        p = q[a] * g.stride[ua] - g.pad_begin[ua] + kk[a] * g.dilation[ua];
+                    } else {
+                        const std::int64_t t = q[a] + g.pad_begin[ua] - kk[a] * g.dilation[ua];
+                        p = floor_div(t, g.stride[ua]);
+                        ok = p * g.stride[ua] == t;
+                    }
+                    ok = ok && p >= 0 && p < R.src[ua];
+                    srow = srow * R.src[ua] + p;
+                }
+                if (!ok) continue;
+                orow[static_cast<std::size_t>(nto)] = srow;
+                otap[static_cast<std::size_t>(nto)] = ko;
+                ++nto;
+            }
+            const T* rimg = rows.data() + ng * copy;
+            const T* wg = wp + gi * R.Kn * R.Cr * R.cp;
+            for (const Rows::SpanDef& sp : R.spans) {
+                std::int64_t nt_ = 0;
+                if (!sp.off.empty())
+                    for (std::int64_t o = 0; o < nto; ++o)
+                        for (std::int64_t kl = 0; kl < R.KL; ++kl) {
+                            const std::int64_t off = sp.off[static_cast<std::size_t>(kl)];
+                            if (off == Rows::kNoTap) continue;
+                            in[static_cast<std::size_t>(nt_)] = rimg + (orow[static_cast<std::size_t>(o)] * R.Lp + off) * R.Cr;
+                            wt[static_cast<std::size_t>(nt_)] = wg + (otap[static_cast<std::size_t>(o)] * R.KL + kl) * R.Cr * R.cp;
+                            ++nt_;
+                        }
+                const std::int64_t ostep = (R.transposed ? g.stride[static_cast<std::size_t>(L)] : 1) * R.cp;
+                k.span({sp.count, nt_, R.Cr, R.cp, in.data(), wt.data(), sp.in_step * R.Cr, ob + sp.first * R.cp, ostep});
+            }
+            }
+            // The block's rows into the NCX result.
+            vec::transpose(ob0, R.cp, (row1 - row0) * Ld, R.Cd, dst + ng * R.Cd * R.dst_n + row0 * Ld, R.dst_n);
+        }
+    }
+}
+
+// W[g, o, i, k] (o the o-side channel, i the i-side one) as one [Cr][cp] block per (group,
+// tap): forward [g][k][i][o], transposed [g][k][o][i], padding channels 0. Each block row is
+// written 16 channels (a cache line of floats) at a time, from 16 rows of taps of the weight.
+template <class T>
+Buffer<T> pack_weight(const Rows& R, const T* w, bool transposed) {
+    constexpr std::int64_t kBlock = 16;
+    Buffer<T> wp(R.G * R.Kn * R.Cr * R.cp);
+    const std::int64_t Og = transposed ? R.Cr : R.Cd, Ig = transposed ? R.Cd : R.Cr, block = R.Cr * R.cp;
+    const T* src[kBlock];
+    for (std::int64_t gi = 0; gi < R.G; ++gi) {
+        T* wg = wp.data() + gi * R.Kn * block;
+        for (std::int64_t r = 0; r < R.Cr; ++r) {
+            for (std::int64_t c0 = 0; c0 < R.Cd; c0 += kBlock) {
+                const std::int64_t cb = std::min(kBlock, R.Cd - c0);
+                for (std::int64_t c = 0; c < cb; ++c)
+                    src[c] = w + (transposed ? (gi * Og + r) * Ig + c0 + c : (gi * Og + c0 + c) * Ig + r) * R.Kn;
+                for (std::int64_t kt = 0; kt < R.Kn; ++kt) {
+                    T* d = wg + kt * block + r * R.cp + c0;
+                    for (std::int64_t c = 0; c < cb; ++c) d[c] = src[c][kt];
+                }
+            }
+            for (std::int64_t kt = 0; kt < R.Kn; ++kt) std::fill(wg + kt * block + r * R.cp + R.Cd, wg + kt * block + (r + 1) * R.cp, T(0));
+        }
+    }
+    return wp;
+}
+
+}  // namespace
+
+template <class T>
+void rows_forward(const ConvGeometry& g, const T* x, const T* w, T* y, int team) {
+    const Rows R(g, false, rows_kernels<T>().lanes);
+    // W[g, o, i, k] as [g][k][i][o < cp].
+    Buffer<T> wp = pack_weight(R, w, false);
+    run_rows(g, R, x, wp.data(), y, team);
+}
+
+template <class T>
+bool rows_transposed(const ConvGeometry& g, const T* u, const T* w, T* r, int team) {
+    const Rows R(g, true, rows_kernels<T>().lanes);
+    if (!vec::all_finite(w, R.G * R.Cr * R.Cd * R.Kn)) return false;
+    // W[g, o, i, k] as [g][k][o][i < cp].
+    Buffer<T> wp = pack_weight(R, w, true);
+    run_rows(g, R, u, wp.data(), r, team);
+    return true;
+}
+
+template void rows_forward<float>(const ConvGeometry&, const float*, const float*, float*, int);
+template void rows_forward<double>(const ConvGeometry&, const double*, const double*, double*, int);
+template bool rows_transposed<float>(const ConvGeometry&, const float*, const float*, float*, int);
+template bool rows_transposed<double>(const ConvGeometry&, const double*, const double*, double*, int);
+
+}  // namespace tg
