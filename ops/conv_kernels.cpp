@@ -415,7 +415,7 @@ void run_conv(const ConvPlan& p, const ConvGeometry& g, const T* a, const T* b, 
                                   ? (small ? small_forward<T>(g, x, w, o, p.team) : rows_forward<T>(g, x, w, o, p.team), true)
                               : k == ConvKind::Transposed
                                   ? (small ? small_transposed<T>(g, o, w, x, p.team) : rows_transposed<T>(g, o, w, x, p.team))
-                                  : small_weight_grad<T>(g, x, o, w, p.team);
+                                  : (small ? small_weight_grad<T>(g, x, o, w, p.team) : rows_weight_grad<T>(g, x, o, w, p.team));
             if (done) return;
             // Declined (a non-finite operand, see conv_small.hpp, conv_rows.hpp): the GEMM path, on a zeroed result.
             if (k == ConvKind::Transposed) std::fill_n(x, g.N * g.G * g.Ig * g.in_numel(), T(0));

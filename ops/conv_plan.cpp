@@ -63,19 +63,26 @@ bool small_fits(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, Tr
     return g.Og <= kSmallOg && g.Ig <= kSmallIg && computed <= kSmallWaste * results;
 }
 
-// The rule for the channel-row kernels: NCX forward and transposed calls with at least
+// The rule for the channel-row kernels: NCX calls (the weight gradient's result channels are
+// the forward call's) with at least
 // kRowsMinChannels channels per group a side; at most kRowsMaxResult result channels (more
 // and the GEMM's blocking wins), padded to whole vectors with at most a quarter of them
 // padding; one tap's weight block (reduction channels × padded result channels) within
 // kRowsTapBytes, an L1's share (larger blocks stream from L2 for every register tile).
 // Measured against both other paths in bench/RESULTS.md.
 bool rows_fits(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, TransposedAlgo algo, SmallConv mode) {
-    if (g.layout != Layout::NCX || kind == ConvKind::WeightGrad || (g.Ig == 1 && g.Og == 1)) return false;
+    if (g.layout != Layout::NCX || (g.Ig == 1 && g.Og == 1)) return false;
     if (kind == ConvKind::Transposed && algo != TransposedAlgo::Auto) return false;
     if (mode == SmallConv::Rows) return true;
     if (mode != SmallConv::Auto) return false;
-    const std::int64_t Cr = kind == ConvKind::Forward ? g.Ig : g.Og, Cd = kind == ConvKind::Forward ? g.Og : g.Ig;
+    const bool tr = kind == ConvKind::Transposed;
+    const std::int64_t Cr = tr ? g.Og : g.Ig, Cd = tr ? g.Ig : g.Og;
     const std::int64_t cp = rows_padded_channels(Cd, elem_bytes);
+    // The weight gradient copies u as well, and its copies weigh more: at least
+    // kRowsGradMacs multiply-adds per element of x copied (Og·∏K/∏s).
+    std::int64_t strides = 1;
+    for (std::int64_t s : g.stride) strides *= s;
+    if (kind == ConvKind::WeightGrad && Cd * g.kernel_numel() < kRowsGradMacs * strides) return false;
     return std::min(Cr, Cd) >= kRowsMinChannels && Cd <= kRowsMaxResult && 4 * Cd > 3 * cp &&
            Cr * cp * static_cast<std::int64_t>(elem_bytes) <= kRowsTapBytes;
 }
@@ -158,7 +165,7 @@ ConvPlan plan_conv(ConvKind kind, const ConvGeometry& g, int team, std::int64_t 
     if (rows) {
         p.strategy = ConvStrategy::Rows;
         p.team = std::max(1, team);
-        p.writes_all = true;
+        p.writes_all = kind != ConvKind::WeightGrad;
         return p;
     }
     if (g.Ig == 1 && g.Og == 1) {  // depthwise: no GEMM worth the name

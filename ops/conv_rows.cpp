@@ -29,10 +29,21 @@ void span_scalar(const Span<T>& a) {
         }
 }
 
+template <class T>
+void grad_scalar(const GradSpan<T>& a) {
+    for (std::int64_t r = 0; r < a.nred; ++r)
+        for (std::int64_t c = 0; c < a.cp; ++c) {
+            T s = 0;
+            for (std::int64_t row = 0; row < a.nrows; ++row)
+                for (std::int64_t j = 0; j < a.n; ++j) s += a.in[row][j * a.istep + r] * a.u[row][j * a.cp + c];
+            a.dw[r * a.cp + c] = s;
+        }
+}
+
 }  // namespace
 
-const Kernels<float> f32_scalar = {1, &span_scalar<float>};
-const Kernels<double> f64_scalar = {1, &span_scalar<double>};
+const Kernels<float> f32_scalar = {1, &span_scalar<float>, &grad_scalar<float>};
+const Kernels<double> f64_scalar = {1, &span_scalar<double>, &grad_scalar<double>};
 
 }  // namespace simd_rows
 
@@ -151,6 +162,33 @@ std::int64_t rows_padded_channels(std::int64_t channels, std::size_t elem_bytes)
 
 namespace {
 
+// The source row that outer tap `ko` (C order over the outer axes) of result row `drow`
+// reads, or -1 where it reads outside the source (or, transposed, between its positions).
+std::int64_t source_row(const ConvGeometry& g, const Rows& R, std::int64_t drow, std::int64_t ko) {
+    const int L = R.D - 1;
+    std::int64_t q[kMaxD] = {}, kk[kMaxD] = {};
+    for (int a = L - 1; a >= 0; --a) {
+        const std::size_t ua = static_cast<std::size_t>(a);
+        q[a] = drow % R.dst[ua];
+        drow /= R.dst[ua];
+        kk[a] = ko % g.kernel[ua];
+        ko /= g.kernel[ua];
+    }
+    std::int64_t srow = 0;
+    for (int a = 0; a < L; ++a) {
+        const std::size_t ua = static_cast<std::size_t>(a);
+        std::int64_t p = q[a] * g.stride[ua] - g.pad_begin[ua] + kk[a] * g.dilation[ua];
+        if (R.transposed) {
+            const std::int64_t t = q[a] + g.pad_begin[ua] - kk[a] * g.dilation[ua];
+            p = floor_div(t, g.stride[ua]);
+            if (p * g.stride[ua] != t) return -1;
+        }
+        if (p < 0 || p >= R.src[ua]) return -1;
+        srow = srow * R.src[ua] + p;
+    }
+    return srow;
+}
+
 // Both kinds: `src` the summed operand, `wp` the packed weight ([group][tap][Cr][cp]).
 template <class T>
 void run_rows(const ConvGeometry& g, const Rows& R, const T* src, const T* wp, T* dst, int team) {
@@ -175,39 +213,16 @@ void run_rows(const ConvGeometry& g, const Rows& R, const T* src, const T* wp, T
         T* const ob0 = out_rows.data() + omp_get_thread_num() * per_thread;
         std::vector<std::int64_t> orow(static_cast<std::size_t>(Ko)), otap(static_cast<std::size_t>(Ko));
         std::vector<const T*> in(static_cast<std::size_t>(R.Kn)), wt(static_cast<std::size_t>(R.Kn));
-        std::int64_t q[kMaxD] = {}, kk[kMaxD] = {};
 #pragma omp for schedule(static)
         for (std::int64_t un = 0; un < units; ++un) {
             const std::int64_t ng = un / blocks, row0 = un % blocks * rb, row1 = std::min(R.dst_rows, row0 + rb), gi = ng % G;
             for (std::int64_t drow = row0; drow < row1; ++drow) {
             T* const ob = ob0 + (drow - row0) * Ld * R.cp;
-            // The result row's outer coordinates, then its outer taps that read inside the source.
-            for (std::int64_t a = L - 1, rest = drow; a >= 0; --a) {
-                q[a] = rest % R.dst[static_cast<std::size_t>(a)];
-                rest /= R.dst[static_cast<std::size_t>(a)];
-            }
+            // The result row's outer taps that read inside the source.
             std::int64_t nto = 0;
             for (std::int64_t ko = 0; ko < Ko; ++ko) {
-                for (std::int64_t a = L - 1, rest = ko; a >= 0; --a) {
-                    kk[a] = rest % g.kernel[static_cast<std::size_t>(a)];
-                    rest /= g.kernel[static_cast<std::size_t>(a)];
-                }
-                std::int64_t srow = 0;
-                bool ok = true;
-                for (std::int64_t a = 0; a < L && ok; ++a) {
-                    const std::size_t ua = static_cast<std::size_t>(a);
-                    std::int64_t p;
-                    if (!R.transposed) {
-                        p = q[a] * g.stride[ua] - g.pad_begin[ua] + kk[a] * g.dilation[ua];
-                    } else {
-                        const std::int64_t t = q[a] + g.pad_begin[ua] - kk[a] * g.dilation[ua];
-                        p = floor_div(t, g.stride[ua]);
-                        ok = p * g.stride[ua] == t;
-                    }
-                    ok = ok && p >= 0 && p < R.src[ua];
-                    srow = srow * R.src[ua] + p;
-                }
-                if (!ok) continue;
+                const std::int64_t srow = source_row(g, R, drow, ko);
+                if (srow < 0) continue;
                 orow[static_cast<std::size_t>(nto)] = srow;
                 otap[static_cast<std::size_t>(nto)] = ko;
                 ++nto;
@@ -282,9 +297,67 @@ bool rows_transposed(const ConvGeometry& g, const T* u, const T* w, T* r, int te
     return true;
 }
 
+template <class T>
+bool rows_weight_grad(const ConvGeometry& g, const T* x, const T* u, T* dw, int team) {
+    const simd_rows::Kernels<T>& k = rows_kernels<T>();
+    const Rows R(g, false, k.lanes);
+    const std::int64_t N = g.N, G = R.G, L = R.D - 1;
+    if (!vec::all_finite(x, N * G * R.Cr * R.src_n) || !vec::all_finite(u, N * G * R.Cd * R.dst_n)) return false;
+    const Rows::SpanDef& sp = R.spans[0];
+    const std::int64_t Ld = R.dst[static_cast<std::size_t>(L)], Ls = R.src[static_cast<std::size_t>(L)];
+    const std::int64_t copy = R.copy_elems(), ucopy = R.dst_n * R.cp, block = R.Cr * R.cp;
+    Buffer<T> rows(N * G * copy), urows(N * G * ucopy), dwt(G * R.Kn * block);
+    // Units: (group, tap) pairs, each one block of the gradient summed whole: any team gives the same bits.
+    const std::int64_t units = G * R.Kn;
+    const int nt = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(team, units)));
+    const std::int64_t tmp = rows_per_block(Ls, R.src_rows) * Ls * R.Cr;
+    Buffer<T> tmps(nt * tmp);
+#pragma omp parallel num_threads(nt)
+    {
+#pragma omp for schedule(static)
+        for (std::int64_t ng = 0; ng < N * G; ++ng) {
+            copy_source(R, x + ng * R.Cr * R.src_n, rows.data() + ng * copy, tmps.data() + omp_get_thread_num() * tmp);
+            // u as rows of positions, result channels innermost (zeros past Cd).
+            T* ud = urows.data() + ng * ucopy;
+            vec::transpose(u + ng * R.Cd * R.dst_n, R.dst_n, R.Cd, R.dst_n, ud, R.cp);
+            if (R.cp > R.Cd)
+                for (std::int64_t p = 0; p < R.dst_n; ++p) std::fill(ud + p * R.cp + R.Cd, ud + (p + 1) * R.cp, T(0));
+        }
+        std::vector<const T*> in, ur;
+#pragma omp for schedule(static)
+        for (std::int64_t un = 0; un < units; ++un) {
+            const std::int64_t gi = un / R.Kn, kt = un % R.Kn, ko = kt / R.KL, kl = kt % R.KL;
+            in.clear();
+            ur.clear();
+            for (std::int64_t n = 0; n < N; ++n)
+                for (std::int64_t drow = 0; drow < R.dst_rows; ++drow) {
+                    const std::int64_t srow = source_row(g, R, drow, ko);
+                    if (srow < 0) continue;
+                    const std::int64_t ng = n * G + gi;
+                    in.push_back(rows.data() + ng * copy + (srow * R.Lp + sp.off[static_cast<std::size_t>(kl)]) * R.Cr);
+                    ur.push_back(urows.data() + ng * ucopy + drow * Ld * R.cp);
+                }
+            T* d = dwt.data() + un * block;
+            if (in.empty()) std::fill_n(d, block, T(0));
+            else k.grad({Ld, static_cast<std::int64_t>(in.size()), R.Cr, R.cp, in.data(), ur.data(), sp.in_step * R.Cr, d});
+        }
+    }
+    // [g][k][i][o < cp] added into W's order [g][o][i][k].
+    for (std::int64_t gi = 0; gi < G; ++gi)
+        for (std::int64_t o = 0; o < R.Cd; ++o)
+            for (std::int64_t i = 0; i < R.Cr; ++i) {
+                T* d = dw + ((gi * R.Cd + o) * R.Cr + i) * R.Kn;
+                const T* s = dwt.data() + gi * R.Kn * block + i * R.cp + o;
+                for (std::int64_t kt = 0; kt < R.Kn; ++kt) d[kt] += s[kt * block];
+            }
+    return true;
+}
+
 template void rows_forward<float>(const ConvGeometry&, const float*, const float*, float*, int);
 template void rows_forward<double>(const ConvGeometry&, const double*, const double*, double*, int);
 template bool rows_transposed<float>(const ConvGeometry&, const float*, const float*, float*, int);
 template bool rows_transposed<double>(const ConvGeometry&, const double*, const double*, double*, int);
+template bool rows_weight_grad<float>(const ConvGeometry&, const float*, const float*, float*, int);
+template bool rows_weight_grad<double>(const ConvGeometry&, const double*, const double*, double*, int);
 
 }  // namespace tg

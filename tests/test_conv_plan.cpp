@@ -177,11 +177,8 @@ TEST_CASE("conv plan: the small-channel rule", "[conv_plan]") {
         CHECK(plan(ConvKind::Transposed, g).strategy != ConvStrategy::Small);
         CHECK((plan(ConvKind::WeightGrad, g).strategy == ConvStrategy::Small) == (g.R() <= kSmallR));
     }
-    // 32 channels on both sides (grouped_g8's groups): forward and transposed take the
-    // channel-row kernels, the weight gradient the small-channel one.
-    CHECK(plan(ConvKind::Forward, conv2d(16, 32, 32, 16, 3)).strategy == ConvStrategy::Rows);
-    CHECK(plan(ConvKind::Transposed, conv2d(16, 32, 32, 16, 3)).strategy == ConvStrategy::Rows);
-    CHECK(plan(ConvKind::WeightGrad, conv2d(16, 32, 32, 16, 3)).strategy != ConvStrategy::Rows);
+    // 32 channels on both sides (grouped_g8's groups): all three take the channel-row kernels.
+    for (ConvKind k : kinds) CHECK(plan(k, conv2d(16, 32, 32, 16, 3)).strategy == ConvStrategy::Rows);
     // A 3-D layer of 8^3 positions: its grid of 10^3 is half padding, past kSmallWaste.
     const ConvGeometry v = ConvGeometry::forward({.N = 2, .C_in = 16, .C_out = 16, .in_size = {8, 8, 8},
                                                   .kernel = {3, 3, 3}, .pads_begin = {1, 1, 1}, .pads_end = {1, 1, 1}});
@@ -213,7 +210,8 @@ TEST_CASE("conv plan: the small-channel rule", "[conv_plan]") {
 }
 
 // The channel-row rule (plan_conv, kRows*), worked out by hand on layers whose result
-// channels are whole vectors at every instruction set (multiples of 16 floats).
+// channels are whole vectors at every instruction set (multiples of 16 floats). The weight
+// gradient's result channels are the forward call's (Og).
 TEST_CASE("conv plan: the channel-row rule", "[conv_plan]") {
     auto plan = [](ConvKind k, const ConvGeometry& g, SmallConv m = SmallConv::Auto, std::size_t eb = 4) {
         return plan_conv(k, g, 2, kDefaultBudget, eb, TransposedAlgo::Auto, m);
@@ -231,7 +229,8 @@ TEST_CASE("conv plan: the channel-row rule", "[conv_plan]") {
             CHECK(p.writes_all);
             CHECK(p.scratch_elems() == 0);
         }
-        CHECK(plan(ConvKind::WeightGrad, g).strategy != ConvStrategy::Rows);  // no channel-row weight gradient
+        // Their weight gradients: 64·64/8 and 64·9 multiply-adds per element of x copied.
+        CHECK(plan(ConvKind::WeightGrad, g).strategy == ConvStrategy::Rows);
         CHECK(plan(ConvKind::Forward, g, SmallConv::Never).strategy != ConvStrategy::Rows);
     }
     // dcgan_g3 (128 -> 64 transposed): the transposed call sums 128 channels into 64 (a block
@@ -241,6 +240,13 @@ TEST_CASE("conv plan: the channel-row rule", "[conv_plan]") {
     CHECK(plan(ConvKind::Transposed, g3).strategy == ConvStrategy::Rows);
     CHECK(plan(ConvKind::Forward, g3).strategy != ConvStrategy::Rows);
     CHECK(plan(ConvKind::Transposed, g3, SmallConv::Auto, 8).strategy != ConvStrategy::Rows);
+    // A 32 -> 32 3x3 stride-2 layer: forward and transposed, but its weight gradient does
+    // 32·9/4 = 72 multiply-adds per element of x copied, below kRowsGradMacs.
+    const ConvGeometry s2 = ConvGeometry::forward({.N = 64, .C_in = 32, .C_out = 32, .in_size = {27, 27}, .kernel = {3, 3},
+                                                   .stride = {2, 2}, .pads_begin = {1, 1}, .pads_end = {1, 1}});
+    CHECK(plan(ConvKind::Forward, s2).strategy == ConvStrategy::Rows);
+    CHECK(plan(ConvKind::Transposed, s2).strategy == ConvStrategy::Rows);
+    CHECK(plan(ConvKind::WeightGrad, s2).strategy != ConvStrategy::Rows);
     // dcgan_g2 (256 -> 128): both past the limits.
     for (ConvKind k : {ConvKind::Forward, ConvKind::Transposed})
         CHECK(plan(k, conv2d(16, 128, 256, 16, 4)).strategy != ConvStrategy::Rows);
@@ -256,12 +262,12 @@ TEST_CASE("conv plan: the channel-row rule", "[conv_plan]") {
         CHECK(plan(k, conv2d(64, 16, 32, 14, 3)).strategy == ConvStrategy::Small);
         CHECK(plan(k, conv2d(32, 16, 32, 14, 5)).strategy == ConvStrategy::Rows);
     }
-    // Forced: every NCX forward and transposed call that is not depthwise, never NXC, never
-    // the weight gradient; a transposed algorithm asked for by name wins.
+    // Forced: every NCX call that is not depthwise, never NXC; a transposed algorithm asked
+    // for by name wins.
     CHECK(plan(ConvKind::Forward, conv2d(16, 3, 64, 64, 4), SmallConv::Rows).strategy == ConvStrategy::Rows);
     CHECK(plan(ConvKind::Forward, conv2d(2, 8, 8, 10, 3, 8), SmallConv::Rows).strategy == ConvStrategy::Depthwise);
     CHECK(plan(ConvKind::Forward, conv2d(4, 64, 64, 32, 3, 1, Layout::NXC), SmallConv::Rows).strategy != ConvStrategy::Rows);
-    CHECK(plan(ConvKind::WeightGrad, conv2d(4, 64, 64, 32, 3), SmallConv::Rows).strategy != ConvStrategy::Rows);
+    CHECK(plan(ConvKind::WeightGrad, conv2d(4, 64, 64, 32, 3), SmallConv::Rows).strategy == ConvStrategy::Rows);
     CHECK(plan_conv(ConvKind::Transposed, conv2d(4, 64, 64, 32, 3), 2, kDefaultBudget, 4, TransposedAlgo::Col2im,
                     SmallConv::Rows).strategy != ConvStrategy::Rows);
 }

@@ -456,13 +456,12 @@ TEST_CASE("the small-channel kernels match the reference at every instruction se
                          1212);
 }
 
-// The channel-row kernels (tapegrad/ops/conv_rows.hpp), forward and transposed (their weight
-// gradient is the GEMM path's). The extra rows have tens of channels: channel blocks of 1 to
+// The channel-row kernels (tapegrad/ops/conv_rows.hpp). The extra rows have tens of channels: channel blocks of 1 to
 // 4 vectors and a part vector at AVX2 and AVX-512, long rows in several register tiles,
 // groups, strides, dilations, output padding, 1-D to 3-D.
 TEST_CASE("the channel-row kernels match the reference at every instruction set, and a planted error is caught",
           "[kernels][simd][rows]") {
-    check_direct_kernels(SmallConv::Rows, ConvStrategy::Rows, {ConvKind::Forward, ConvKind::Transposed},
+    check_direct_kernels(SmallConv::Rows, ConvStrategy::Rows, {ConvKind::Forward, ConvKind::Transposed, ConvKind::WeightGrad},
                          {{"1d 20 -> 37 channels long rows", 2, 1, 20, 37, {{61, 5, 1, 1, 2, 2}}},
                           {"1d 9 -> 70 channels stride3 op2", 1, 1, 9, 70, {{13, 4, 3, 1, 1, 2, 2}}},
                           {"2d 33 -> 16 channels stride2", 2, 1, 33, 16, {{9, 4, 2, 1, 1, 1}, {8, 3, 2, 1, 1, 1, 1}}},
@@ -473,8 +472,8 @@ TEST_CASE("the channel-row kernels match the reference at every instruction set,
 }
 
 // Where the direct kernels would multiply an infinity or a NaN by zeros the reference never
-// forms products with (the small-channel transposed kernel's and the channel-row transposed
-// kernel's weight, the small-channel weight gradient's x), they hand the call to the GEMM
+// forms products with (the transposed kernels' weight, the weight gradients' x, the
+// channel-row weight gradient's u), they hand the call to the GEMM
 // path: the results are that path's, bit for bit. The channel-row forward kernel forms the
 // im2col path's products in another order: NaN where it gives NaN, the same infinities.
 TEST_CASE("the direct kernels give the GEMM path's results on non-finite operands", "[kernels][small][rows]") {
@@ -497,7 +496,8 @@ TEST_CASE("the direct kernels give the GEMM path's results on non-finite operand
         bool exact;
     };
     for (const Case& k : {Case{SmallConv::Always, "transposed", transposed, true}, Case{SmallConv::Always, "weight grad", weight_grad, true},
-                          Case{SmallConv::Rows, "transposed", transposed, true}, Case{SmallConv::Rows, "forward", forward, false}}) {
+                          Case{SmallConv::Rows, "transposed", transposed, true}, Case{SmallConv::Rows, "forward", forward, false},
+                          Case{SmallConv::Rows, "weight grad", weight_grad, true}}) {
         std::vector<double> gemm, direct;
         {
             const SmallConvGuard sc(SmallConv::Never);

@@ -28,9 +28,13 @@
 namespace tg {
 
 // Same roles as the im2col kernels (ops/conv_exec.hpp): x i-side, u/y o-side, w the weight.
-// Every element of y and r is written. `team` threads at most; results do not depend on it.
+// Every element of y and r is written; dW is accumulated. `team` threads at most; results do not depend on it.
 template <class T> void rows_forward(const ConvGeometry& g, const T* x, const T* w, T* y, int team);
 template <class T> bool rows_transposed(const ConvGeometry& g, const T* u, const T* w, T* r, int team);
+// dW[g, o, i, k] += Σ_n Σ_q x(q·s − pb + k·d) · u(q) (accumulated, as the other kernels): per (group, tap)
+// a block of i-side × o-side sums over every image's result rows, in order (any team gives
+// the same bits). Declines (false) where x or u holds an infinity or a NaN (the halo's zeros).
+template <class T> bool rows_weight_grad(const ConvGeometry& g, const T* x, const T* u, T* dw, int team);
 
 // Result channels the kernels compute per group at the active instruction set: `channels`
 // rounded up to a whole vector of T (the rule in plan_conv weighs the padding).

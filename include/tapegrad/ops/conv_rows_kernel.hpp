@@ -77,11 +77,75 @@ void span(const Span<T>& a) {
     }
 }
 
+// The weight gradient's tile: RB reduction channels × NV vectors of result channels, summed
+// over rows [row0, row1) in registers, on top of dw's values unless `first`; per position NV
+// loads of u and RB broadcasts.
+template <class Arch, class T, int RB, int NV>
+void grad_tile(const GradSpan<T>& a, std::int64_t row0, std::int64_t row1, bool first, std::int64_t r0, std::int64_t c0) {
+    using V = xsimd::batch<T, Arch>;
+    constexpr std::int64_t L = V::size;
+    V acc[RB][NV];
+    T* dw = a.dw + r0 * a.cp + c0;
+#pragma GCC unroll 24
+    for (int r = 0; r < RB; ++r)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; ++v) acc[r][v] = first ? V(T(0)) : V::load_aligned(dw + r * a.cp + v * L);
+    for (std::int64_t row = row0; row < row1; ++row) {
+        const T* in = a.in[row] + r0;
+        const T* u = a.u[row] + c0;
+        for (std::int64_t j = 0; j < a.n; ++j, in += a.istep, u += a.cp) {
+            V uv[NV];
+#pragma GCC unroll 4
+            for (int v = 0; v < NV; ++v) uv[v] = V::load_aligned(u + v * L);
+#pragma GCC unroll 24
+            for (int r = 0; r < RB; ++r) {
+                const V b(in[r]);
+#pragma GCC unroll 4
+                for (int v = 0; v < NV; ++v) acc[r][v] = xsimd::fma(b, uv[v], acc[r][v]);
+            }
+        }
+    }
+#pragma GCC unroll 24
+    for (int r = 0; r < RB; ++r)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; ++v) acc[r][v].store_aligned(dw + r * a.cp + v * L);
+}
+
+// Rows in chunks of about kGradChunkBytes of u (kept in L1 while every tile of the chunk
+// reads it); per chunk, channels in blocks of kMaxNV vectors, each block's reduction channels
+// in as few tiles as its sums allow. A tile's sums carry over from chunk to chunk through dw,
+// so each is still summed over rows and positions in order.
+inline constexpr std::int64_t kGradChunkBytes = 32 << 10;
+template <class Arch, class T>
+void grad(const GradSpan<T>& a) {
+    constexpr std::int64_t L = xsimd::batch<T, Arch>::size;
+    const std::int64_t chunk = std::max<std::int64_t>(1, kGradChunkBytes / (a.n * (a.cp + a.istep) * std::int64_t{sizeof(T)}));
+    for (std::int64_t row0 = 0; row0 < a.nrows; row0 += chunk) {
+        const std::int64_t row1 = std::min(a.nrows, row0 + chunk);
+        for (std::int64_t c0 = 0; c0 < a.cp;) {
+            const std::int64_t nv = std::min<std::int64_t>(kMaxNV<Arch, T>, (a.cp - c0) / L);
+            with_size<kMaxNV<Arch, T>>(nv, [&](auto NV) {
+                constexpr int RMAX = kSums<Arch, T> / decltype(NV)::value;
+                const std::int64_t tiles = (a.nred + RMAX - 1) / RMAX;
+                for (std::int64_t t = 0; t < tiles; ++t) {
+                    const std::int64_t r0 = a.nred * t / tiles, nr = a.nred * (t + 1) / tiles - r0;
+                    with_size<RMAX>(nr, [&](auto R) {
+                        grad_tile<Arch, T, decltype(R)::value, decltype(NV)::value>(a, row0, row1, row0 == 0, r0, c0);
+                    });
+                }
+            });
+            c0 += nv * L;
+        }
+    }
+}
+
 }  // namespace tg::simd_rows::kernel
 
 // The tables of tapegrad/ops/conv_rows_kernels.hpp for one architecture, e.g. tg::simd_rows::f32_avx512.
 #define TG_INSTANTIATE_ROWS(ARCH, SUFFIX)                                                                    \
     const tg::simd_rows::Kernels<float> tg::simd_rows::f32_##SUFFIX = {                                      \
-        static_cast<std::int64_t>(xsimd::batch<float, ARCH>::size), &tg::simd_rows::kernel::span<ARCH, float>}; \
+        static_cast<std::int64_t>(xsimd::batch<float, ARCH>::size), &tg::simd_rows::kernel::span<ARCH, float>,   \
+        &tg::simd_rows::kernel::grad<ARCH, float>};                                                           \
     const tg::simd_rows::Kernels<double> tg::simd_rows::f64_##SUFFIX = {                                     \
-        static_cast<std::int64_t>(xsimd::batch<double, ARCH>::size), &tg::simd_rows::kernel::span<ARCH, double>};
+        static_cast<std::int64_t>(xsimd::batch<double, ARCH>::size), &tg::simd_rows::kernel::span<ARCH, double>, \
+        &tg::simd_rows::kernel::grad<ARCH, double>};

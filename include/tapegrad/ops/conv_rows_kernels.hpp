@@ -22,10 +22,23 @@ struct Span {
     std::int64_t ostep;
 };
 
+// One tap's weight gradient over rows of results: for r < nred, c < cp,
+//   dw[r·cp + c] = Σ_row Σ_j in[row][j·istep + r] · u[row][j·cp + c]   (rows < nrows, j < n)
+// each sum over the rows in order, then j in order. Every dw element is written.
+template <class T>
+struct GradSpan {
+    std::int64_t n, nrows, nred, cp;
+    const T* const* in;  // per row: its first result's reduction channels
+    const T* const* u;   // per row: n vectors of cp result channels (64-byte aligned)
+    std::int64_t istep;
+    T* dw;
+};
+
 template <class T>
 struct Kernels {
     std::int64_t lanes;  // elements of one vector: cp and weight rows come in multiples of it
     void (*span)(const Span<T>& a);
+    void (*grad)(const GradSpan<T>& a);
 };
 
 extern const Kernels<float> f32_scalar, f32_avx2, f32_avx512;
