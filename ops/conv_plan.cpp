@@ -78,11 +78,6 @@ bool rows_fits(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, Tra
     const bool tr = kind == ConvKind::Transposed;
     const std::int64_t Cr = tr ? g.Og : g.Ig, Cd = tr ? g.Ig : g.Og;
     const std::int64_t cp = rows_padded_channels(Cd, elem_bytes);
-    // The weight gradient copies u as well, and its copies weigh more: at least
-    // kRowsGradMacs multiply-adds per element of x copied (Og·∏K/∏s).
-    std::int64_t strides = 1;
-    for (std::int64_t s : g.stride) strides *= s;
-    if (kind == ConvKind::WeightGrad && Cd * g.kernel_numel() < kRowsGradMacs * strides) return false;
     return std::min(Cr, Cd) >= kRowsMinChannels && Cd <= kRowsMaxResult && 4 * Cd > 3 * cp &&
            Cr * cp * static_cast<std::int64_t>(elem_bytes) <= kRowsTapBytes;
 }

@@ -76,6 +76,12 @@ struct Rows {
         std::vector<std::int64_t> off;  // per k < KL
     };
     std::vector<SpanDef> spans;
+    // Per result row and outer tap (C order over the outer axes: Ko of them), the source row
+    // the tap reads, or -1 where it reads outside the source (or, transposed, between its
+    // positions): such taps are left out.
+    std::int64_t Ko = 1;
+    std::vector<std::int64_t> srow;
+    std::int64_t source_row(std::int64_t drow, std::int64_t ko) const { return srow[static_cast<std::size_t>(drow * Ko + ko)]; }
 
     Rows(const ConvGeometry& g, bool tr, std::int64_t lanes) : transposed(tr), D(g.D()), G(g.G) {
         Cr = tr ? g.Og : g.Ig;
@@ -124,7 +130,45 @@ struct Rows {
         for (SpanDef& sp : spans)
             for (std::int64_t& o : sp.off)
                 if (o != kNoTap) o += hl;
+        Ko = Kn / KL;
+        srow.resize(static_cast<std::size_t>(dst_rows * Ko));
+        for (std::int64_t drow = 0; drow < dst_rows; ++drow)
+            for (std::int64_t ko = 0; ko < Ko; ++ko) srow[static_cast<std::size_t>(drow * Ko + ko)] = outer_source(g, drow, ko);
     }
+    // Whether some result row has no outer tap inside the source (its results read only padding).
+    bool has_padding_rows() const {
+        for (std::int64_t drow = 0; drow < dst_rows; ++drow)
+            if (std::all_of(srow.begin() + drow * Ko, srow.begin() + (drow + 1) * Ko, [](std::int64_t r) { return r < 0; })) return true;
+        return false;
+    }
+
+private:
+    std::int64_t outer_source(const ConvGeometry& g, std::int64_t drow, std::int64_t ko) const {
+        const int L = D - 1;
+        std::int64_t q[kMaxD] = {}, kk[kMaxD] = {};
+        for (int a = L - 1; a >= 0; --a) {
+            const std::size_t ua = static_cast<std::size_t>(a);
+            q[a] = drow % dst[ua];
+            drow /= dst[ua];
+            kk[a] = ko % g.kernel[ua];
+            ko /= g.kernel[ua];
+        }
+        std::int64_t r = 0;
+        for (int a = 0; a < L; ++a) {
+            const std::size_t ua = static_cast<std::size_t>(a);
+            std::int64_t p = q[a] * g.stride[ua] - g.pad_begin[ua] + kk[a] * g.dilation[ua];
+            if (transposed) {
+                const std::int64_t t = q[a] + g.pad_begin[ua] - kk[a] * g.dilation[ua];
+                p = floor_div(t, g.stride[ua]);
+                if (p * g.stride[ua] != t) return -1;
+            }
+            if (p < 0 || p >= src[ua]) return -1;
+            r = r * src[ua] + p;
+        }
+        return r;
+    }
+
+public:
     std::int64_t copy_elems() const { return src_rows * Lp * Cr; }  // one (image, group)
 };
 
@@ -136,18 +180,22 @@ std::int64_t rows_per_block(std::int64_t row_len, std::int64_t rows) {
 }
 
 // The source of one (image, group) into rows of positions, channels innermost, with zeros
-// on the halo: dst[(row·Lp + hl + l)·Cr + c] = src[c·src_n + row·Ls + l], through `tmp`
-// (a block of rows transposed at once, then its rows copied into place).
+// on the halo: dst[(row·Lp + hl + l)·Cr + c] = src[c·src_n + row·Ls + l]. A row of a whole
+// vector or more is transposed into place; shorter rows through `tmp` (a block of rows
+// transposed at once, then its rows copied into place), the transposes' edges being
+// element by element.
 template <class T>
 void copy_source(const Rows& R, const T* src, T* dst, T* tmp) {
-    const std::int64_t Ls = R.src[static_cast<std::size_t>(R.D - 1)], rb = rows_per_block(Ls, R.src_rows);
+    const std::int64_t Ls = R.src[static_cast<std::size_t>(R.D - 1)];
+    const std::int64_t rb = Ls >= simd_rows::kMaxLanes ? 1 : rows_per_block(Ls, R.src_rows);
     for (std::int64_t row0 = 0; row0 < R.src_rows; row0 += rb) {
         const std::int64_t nr = std::min(rb, R.src_rows - row0);
-        vec::transpose(src + row0 * Ls, R.src_n, R.Cr, nr * Ls, tmp, R.Cr);
+        if (rb == 1) vec::transpose(src + row0 * Ls, R.src_n, R.Cr, Ls, dst + (row0 * R.Lp + R.hl) * R.Cr, R.Cr);
+        else vec::transpose(src + row0 * Ls, R.src_n, R.Cr, nr * Ls, tmp, R.Cr);
         for (std::int64_t row = row0; row < row0 + nr; ++row) {
             T* d = dst + row * R.Lp * R.Cr;
             std::fill_n(d, R.hl * R.Cr, T(0));
-            std::copy_n(tmp + (row - row0) * Ls * R.Cr, Ls * R.Cr, d + R.hl * R.Cr);
+            if (rb > 1) std::copy_n(tmp + (row - row0) * Ls * R.Cr, Ls * R.Cr, d + R.hl * R.Cr);
             std::fill_n(d + (R.hl + Ls) * R.Cr, (R.Lp - R.hl - Ls) * R.Cr, T(0));
         }
     }
@@ -161,33 +209,6 @@ std::int64_t rows_padded_channels(std::int64_t channels, std::size_t elem_bytes)
 }
 
 namespace {
-
-// The source row that outer tap `ko` (C order over the outer axes) of result row `drow`
-// reads, or -1 where it reads outside the source (or, transposed, between its positions).
-std::int64_t source_row(const ConvGeometry& g, const Rows& R, std::int64_t drow, std::int64_t ko) {
-    const int L = R.D - 1;
-    std::int64_t q[kMaxD] = {}, kk[kMaxD] = {};
-    for (int a = L - 1; a >= 0; --a) {
-        const std::size_t ua = static_cast<std::size_t>(a);
-        q[a] = drow % R.dst[ua];
-        drow /= R.dst[ua];
-        kk[a] = ko % g.kernel[ua];
-        ko /= g.kernel[ua];
-    }
-    std::int64_t srow = 0;
-    for (int a = 0; a < L; ++a) {
-        const std::size_t ua = static_cast<std::size_t>(a);
-        std::int64_t p = q[a] * g.stride[ua] - g.pad_begin[ua] + kk[a] * g.dilation[ua];
-        if (R.transposed) {
-            const std::int64_t t = q[a] + g.pad_begin[ua] - kk[a] * g.dilation[ua];
-            p = floor_div(t, g.stride[ua]);
-            if (p * g.stride[ua] != t) return -1;
-        }
-        if (p < 0 || p >= R.src[ua]) return -1;
-        srow = srow * R.src[ua] + p;
-    }
-    return srow;
-}
 
 // Both kinds: `src` the summed operand, `wp` the packed weight ([group][tap][Cr][cp]).
 template <class T>
@@ -203,8 +224,7 @@ void run_rows(const ConvGeometry& g, const Rows& R, const T* src, const T* wp, T
     const int nt = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(team, units)));
     const std::int64_t per_thread = std::max(rb * Ld * R.cp, rows_per_block(Ls, R.src_rows) * Ls * R.Cr);
     Buffer<T> out_rows(nt * per_thread);
-    // Outer taps of a result row: the source row they read and their first weight tap.
-    const std::int64_t Ko = R.Kn / R.KL;
+    const std::int64_t Ko = R.Ko;
 #pragma omp parallel num_threads(nt)
     {
 #pragma omp for schedule(static)
@@ -221,7 +241,7 @@ void run_rows(const ConvGeometry& g, const Rows& R, const T* src, const T* wp, T
             // The result row's outer taps that read inside the source.
             std::int64_t nto = 0;
             for (std::int64_t ko = 0; ko < Ko; ++ko) {
-                const std::int64_t srow = source_row(g, R, drow, ko);
+                const std::int64_t srow = R.source_row(drow, ko);
                 if (srow < 0) continue;
                 orow[static_cast<std::size_t>(nto)] = srow;
                 otap[static_cast<std::size_t>(nto)] = ko;
@@ -302,7 +322,10 @@ bool rows_weight_grad(const ConvGeometry& g, const T* x, const T* u, T* dw, int 
     const simd_rows::Kernels<T>& k = rows_kernels<T>();
     const Rows R(g, false, k.lanes);
     const std::int64_t N = g.N, G = R.G, L = R.D - 1;
-    if (!vec::all_finite(x, N * G * R.Cr * R.src_n) || !vec::all_finite(u, N * G * R.Cd * R.dst_n)) return false;
+    // Non-finite operands are found in the sums (every element of x and u that the GEMM path
+    // multiplies, this kernel multiplies too, by x or the halo's zeros, but for u on rows
+    // that read only padding: those are checked directly).
+    if (R.has_padding_rows() && !vec::all_finite(u, N * G * R.Cd * R.dst_n)) return false;
     const Rows::SpanDef& sp = R.spans[0];
     const std::int64_t Ld = R.dst[static_cast<std::size_t>(L)], Ls = R.src[static_cast<std::size_t>(L)];
     const std::int64_t copy = R.copy_elems(), ucopy = R.dst_n * R.cp, block = R.Cr * R.cp;
@@ -331,7 +354,7 @@ bool rows_weight_grad(const ConvGeometry& g, const T* x, const T* u, T* dw, int 
             ur.clear();
             for (std::int64_t n = 0; n < N; ++n)
                 for (std::int64_t drow = 0; drow < R.dst_rows; ++drow) {
-                    const std::int64_t srow = source_row(g, R, drow, ko);
+                    const std::int64_t srow = R.source_row(drow, ko);
                     if (srow < 0) continue;
                     const std::int64_t ng = n * G + gi;
                     in.push_back(rows.data() + ng * copy + (srow * R.Lp + sp.off[static_cast<std::size_t>(kl)]) * R.Cr);
@@ -342,6 +365,10 @@ bool rows_weight_grad(const ConvGeometry& g, const T* x, const T* u, T* dw, int 
             else k.grad({Ld, static_cast<std::int64_t>(in.size()), R.Cr, R.cp, in.data(), ur.data(), sp.in_step * R.Cr, d});
         }
     }
+    // A sum that met an infinity or a NaN: the GEMM path, whose products with the padding's
+    // zeros the reference never forms either but whose NaNs are the contract (conv_rows.hpp).
+    for (std::int64_t b = 0; b < G * R.Kn * R.Cr; ++b)
+        if (!vec::all_finite(dwt.data() + b * R.cp, R.Cd)) return false;
     // [g][k][i][o < cp] added into W's order [g][o][i][k].
     for (std::int64_t gi = 0; gi < G; ++gi)
         for (std::int64_t o = 0; o < R.Cd; ++o)

@@ -100,7 +100,6 @@ inline constexpr std::int64_t kWideImageCols = 256;
 inline constexpr std::int64_t kSmallOg = 32, kSmallIg = 32, kSmallR = 256, kSmallRStrided = 64;
 inline constexpr double kSmallMinMacs = 65536, kSmallWaste = 1.5;
 // The channel-row rule's limits (see plan_conv).
-inline constexpr std::int64_t kRowsMinChannels = 16, kRowsMaxResult = 64, kRowsTapBytes = 32 << 10, kRowsOverSmall = 32,
-                                 kRowsGradMacs = 128;
+inline constexpr std::int64_t kRowsMinChannels = 16, kRowsMaxResult = 64, kRowsTapBytes = 32 << 10, kRowsOverSmall = 32;
 
 }  // namespace tg

@@ -34,6 +34,9 @@ struct GradSpan {
     T* dw;
 };
 
+// The most lanes of a vector (16 floats).
+inline constexpr std::int64_t kMaxLanes = 16;
+
 template <class T>
 struct Kernels {
     std::int64_t lanes;  // elements of one vector: cp and weight rows come in multiples of it
