@@ -131,9 +131,36 @@ struct Rows {
             for (std::int64_t& o : sp.off)
                 if (o != kNoTap) o += hl;
         Ko = Kn / KL;
+        // Per outer axis, each coordinate's and tap's source coordinate (or -1); then their
+        // C-order products, with the coordinates and taps counted like odometers.
+        std::vector<std::vector<std::int64_t>> axis(static_cast<std::size_t>(L));
+        for (int a = 0; a < L; ++a) {
+            const std::size_t ua = static_cast<std::size_t>(a);
+            for (std::int64_t q = 0; q < dst[ua]; ++q)
+                for (std::int64_t k = 0; k < g.kernel[ua]; ++k) {
+                    std::int64_t p = q * g.stride[ua] - g.pad_begin[ua] + k * g.dilation[ua];
+                    if (tr) {
+                        const std::int64_t t = q + g.pad_begin[ua] - k * g.dilation[ua];
+                        p = floor_div(t, g.stride[ua]) * g.stride[ua] == t ? floor_div(t, g.stride[ua]) : -1;
+                    }
+                    axis[ua].push_back(p >= 0 && p < src[ua] ? p : -1);
+                }
+        }
         srow.resize(static_cast<std::size_t>(dst_rows * Ko));
-        for (std::int64_t drow = 0; drow < dst_rows; ++drow)
-            for (std::int64_t ko = 0; ko < Ko; ++ko) srow[static_cast<std::size_t>(drow * Ko + ko)] = outer_source(g, drow, ko);
+        std::int64_t q[kMaxD] = {}, kk[kMaxD] = {};
+        for (std::int64_t drow = 0; drow < dst_rows; ++drow) {
+            for (std::int64_t ko = 0; ko < Ko; ++ko) {
+                std::int64_t r = 0;
+                for (int a = 0; a < L && r >= 0; ++a) {
+                    const std::size_t ua = static_cast<std::size_t>(a);
+                    const std::int64_t p = axis[ua][static_cast<std::size_t>(q[a] * g.kernel[ua] + kk[a])];
+                    r = p < 0 ? -1 : r * src[ua] + p;
+                }
+                srow[static_cast<std::size_t>(drow * Ko + ko)] = r;
+                for (int a = L - 1; a >= 0 && ++kk[a] == g.kernel[static_cast<std::size_t>(a)]; --a) kk[a] = 0;
+            }
+            for (int a = L - 1; a >= 0 && ++q[a] == dst[static_cast<std::size_t>(a)]; --a) q[a] = 0;
+        }
     }
     // Whether some result row has no outer tap inside the source (its results read only padding).
     bool has_padding_rows() const {
@@ -142,33 +169,6 @@ struct Rows {
         return false;
     }
 
-private:
-    std::int64_t outer_source(const ConvGeometry& g, std::int64_t drow, std::int64_t ko) const {
-        const int L = D - 1;
-        std::int64_t q[kMaxD] = {}, kk[kMaxD] = {};
-        for (int a = L - 1; a >= 0; --a) {
-            const std::size_t ua = static_cast<std::size_t>(a);
-            q[a] = drow % dst[ua];
-            drow /= dst[ua];
-            kk[a] = ko % g.kernel[ua];
-            ko /= g.kernel[ua];
-        }
-        std::int64_t r = 0;
-        for (int a = 0; a < L; ++a) {
-            const std::size_t ua = static_cast<std::size_t>(a);
-            std::int64_t p = q[a] * g.stride[ua] - g.pad_begin[ua] + kk[a] * g.dilation[ua];
-            if (transposed) {
-                const std::int64_t t = q[a] + g.pad_begin[ua] - kk[a] * g.dilation[ua];
-                p = floor_div(t, g.stride[ua]);
-                if (p * g.stride[ua] != t) return -1;
-            }
-            if (p < 0 || p >= src[ua]) return -1;
-            r = r * src[ua] + p;
-        }
-        return r;
-    }
-
-public:
     std::int64_t copy_elems() const { return src_rows * Lp * Cr; }  // one (image, group)
 };
 
@@ -274,25 +274,27 @@ void run_rows(const ConvGeometry& g, const Rows& R, const T* src, const T* wp, T
 // tap): forward [g][k][i][o], transposed [g][k][o][i], padding channels 0. Each block row is
 // written 16 channels (a cache line of floats) at a time, from 16 rows of taps of the weight.
 template <class T>
-Buffer<T> pack_weight(const Rows& R, const T* w, bool transposed) {
+Buffer<T> pack_weight(const Rows& R, const T* w, bool transposed, int team) {
     constexpr std::int64_t kBlock = 16;
     Buffer<T> wp(R.G * R.Kn * R.Cr * R.cp);
     const std::int64_t Og = transposed ? R.Cr : R.Cd, Ig = transposed ? R.Cd : R.Cr, block = R.Cr * R.cp;
-    const T* src[kBlock];
-    for (std::int64_t gi = 0; gi < R.G; ++gi) {
+    const std::int64_t rows = R.G * R.Cr;
+    const int nt = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(team, rows / 8)));
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (std::int64_t gr = 0; gr < rows; ++gr) {
+        const std::int64_t gi = gr / R.Cr, r = gr % R.Cr;
         T* wg = wp.data() + gi * R.Kn * block;
-        for (std::int64_t r = 0; r < R.Cr; ++r) {
-            for (std::int64_t c0 = 0; c0 < R.Cd; c0 += kBlock) {
-                const std::int64_t cb = std::min(kBlock, R.Cd - c0);
-                for (std::int64_t c = 0; c < cb; ++c)
-                    src[c] = w + (transposed ? (gi * Og + r) * Ig + c0 + c : (gi * Og + c0 + c) * Ig + r) * R.Kn;
-                for (std::int64_t kt = 0; kt < R.Kn; ++kt) {
-                    T* d = wg + kt * block + r * R.cp + c0;
-                    for (std::int64_t c = 0; c < cb; ++c) d[c] = src[c][kt];
-                }
+        const T* src[kBlock];
+        for (std::int64_t c0 = 0; c0 < R.Cd; c0 += kBlock) {
+            const std::int64_t cb = std::min(kBlock, R.Cd - c0);
+            for (std::int64_t c = 0; c < cb; ++c)
+                src[c] = w + (transposed ? (gi * Og + r) * Ig + c0 + c : (gi * Og + c0 + c) * Ig + r) * R.Kn;
+            for (std::int64_t kt = 0; kt < R.Kn; ++kt) {
+                T* d = wg + kt * block + r * R.cp + c0;
+                for (std::int64_t c = 0; c < cb; ++c) d[c] = src[c][kt];
             }
-            for (std::int64_t kt = 0; kt < R.Kn; ++kt) std::fill(wg + kt * block + r * R.cp + R.Cd, wg + kt * block + (r + 1) * R.cp, T(0));
         }
+        for (std::int64_t kt = 0; kt < R.Kn; ++kt) std::fill(wg + kt * block + r * R.cp + R.Cd, wg + kt * block + (r + 1) * R.cp, T(0));
     }
     return wp;
 }
@@ -303,7 +305,7 @@ template <class T>
 void rows_forward(const ConvGeometry& g, const T* x, const T* w, T* y, int team) {
     const Rows R(g, false, rows_kernels<T>().lanes);
     // W[g, o, i, k] as [g][k][i][o < cp].
-    Buffer<T> wp = pack_weight(R, w, false);
+    Buffer<T> wp = pack_weight(R, w, false, team);
     run_rows(g, R, x, wp.data(), y, team);
 }
 
@@ -312,7 +314,7 @@ bool rows_transposed(const ConvGeometry& g, const T* u, const T* w, T* r, int te
     const Rows R(g, true, rows_kernels<T>().lanes);
     if (!vec::all_finite(w, R.G * R.Cr * R.Cd * R.Kn)) return false;
     // W[g, o, i, k] as [g][k][o][i < cp].
-    Buffer<T> wp = pack_weight(R, w, true);
+    Buffer<T> wp = pack_weight(R, w, true, team);
     run_rows(g, R, u, wp.data(), r, team);
     return true;
 }
@@ -335,6 +337,7 @@ bool rows_weight_grad(const ConvGeometry& g, const T* x, const T* u, T* dw, int 
     const int nt = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(team, units)));
     const std::int64_t tmp = rows_per_block(Ls, R.src_rows) * Ls * R.Cr;
     Buffer<T> tmps(nt * tmp);
+    std::vector<unsigned char> finite(static_cast<std::size_t>(units), 1);  // per unit: its sums are finite
 #pragma omp parallel num_threads(nt)
     {
 #pragma omp for schedule(static)
@@ -363,20 +366,22 @@ bool rows_weight_grad(const ConvGeometry& g, const T* x, const T* u, T* dw, int 
             T* d = dwt.data() + un * block;
             if (in.empty()) std::fill_n(d, block, T(0));
             else k.grad({Ld, static_cast<std::int64_t>(in.size()), R.Cr, R.cp, in.data(), ur.data(), sp.in_step * R.Cr, d});
+            for (std::int64_t r = 0; r < R.Cr; ++r) finite[static_cast<std::size_t>(un)] &= vec::all_finite(d + r * R.cp, R.Cd);
         }
     }
     // A sum that met an infinity or a NaN: the GEMM path, whose products with the padding's
     // zeros the reference never forms either but whose NaNs are the contract (conv_rows.hpp).
-    for (std::int64_t b = 0; b < G * R.Kn * R.Cr; ++b)
-        if (!vec::all_finite(dwt.data() + b * R.cp, R.Cd)) return false;
+    if (std::find(finite.begin(), finite.end(), 0) != finite.end()) return false;
     // [g][k][i][o < cp] added into W's order [g][o][i][k].
-    for (std::int64_t gi = 0; gi < G; ++gi)
-        for (std::int64_t o = 0; o < R.Cd; ++o)
-            for (std::int64_t i = 0; i < R.Cr; ++i) {
-                T* d = dw + ((gi * R.Cd + o) * R.Cr + i) * R.Kn;
-                const T* s = dwt.data() + gi * R.Kn * block + i * R.cp + o;
-                for (std::int64_t kt = 0; kt < R.Kn; ++kt) d[kt] += s[kt * block];
-            }
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (std::int64_t go = 0; go < G * R.Cd; ++go) {
+        const std::int64_t gi = go / R.Cd, o = go % R.Cd;
+        for (std::int64_t i = 0; i < R.Cr; ++i) {
+            T* d = dw + (go * R.Cr + i) * R.Kn;
+            const T* s = dwt.data() + gi * R.Kn * block + i * R.cp + o;
+            for (std::int64_t kt = 0; kt < R.Kn; ++kt) d[kt] += s[kt * block];
+        }
+    }
     return true;
 }
 
