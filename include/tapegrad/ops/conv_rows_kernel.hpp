@@ -130,7 +130,7 @@ void grad(const GradSpan<T>& a) {
                 for (std::int64_t t = 0; t < tiles; ++t) {
                     const std::int64_t r0 = a.nred * t / tiles, nr = a.nred * (t + 1) / tiles - r0;
                     with_size<RMAX>(nr, [&](auto R) {
-                        grad_tile<Arch, T, decltype(R)::value, decltype(NV)::value>(a, row0, row1, row0 == 0, r0, c0);
+                        grad_tile<Arch, T, decltype(R)::value, decltype(NV)::value>(a, row0, row1, row0 == 0 && !a.accumulate, r0, c0);
                     });
                 }
             });

@@ -23,8 +23,9 @@ struct Span {
 };
 
 // One tap's weight gradient over rows of results: for r < nred, c < cp,
-//   dw[r·cp + c] = Σ_row Σ_j in[row][j·istep + r] · u[row][j·cp + c]   (rows < nrows, j < n)
-// each sum over the rows in order, then j in order. Every dw element is written.
+//   dw[r·cp + c] (+)= Σ_row Σ_j in[row][j·istep + r] · u[row][j·cp + c]   (rows < nrows, j < n)
+// each sum over the rows in order, then j in order, on top of dw's values where `accumulate`
+// (else every dw element is written).
 template <class T>
 struct GradSpan {
     std::int64_t n, nrows, nred, cp;
@@ -32,6 +33,7 @@ struct GradSpan {
     const T* const* u;   // per row: n vectors of cp result channels (64-byte aligned)
     std::int64_t istep;
     T* dw;
+    bool accumulate;
 };
 
 // The most lanes of a vector (16 floats).
