@@ -166,7 +166,8 @@ struct Rows {
     // Whether some result row has no outer tap inside the source (its results read only padding).
     bool has_padding_rows() const {
         for (std::int64_t drow = 0; drow < dst_rows; ++drow)
-            if (std::all_of(srow.begin() + drow * Ko, srow.begin() + (drow + 1) * Ko, [](std::int64_t r) { return r < 0; })) return true;
+            if (std::all_of(srow.begin() + drow * Ko, srow.begin() + (drow + 1) * Ko, [](std::int64_t r) { return r < 0; }))
+                return true;
         return false;
     }
 
@@ -189,16 +190,13 @@ template <class T>
 void copy_source(const Rows& R, const T* src, T* dst, T* tmp, std::int64_t row0, std::int64_t row1) {
     const std::int64_t Ls = R.src[static_cast<std::size_t>(R.D - 1)];
     const bool direct = Ls >= simd_rows::kMaxLanes;
-    for (std::int64_t b0 = row0; b0 < row1; b0 += direct ? 1 : row1 - row0) {
-        const std::int64_t nr = direct ? 1 : row1 - row0;
-        if (direct) vec::transpose(src + b0 * Ls, R.src_n, R.Cr, Ls, dst + (b0 * R.Lp + R.hl) * R.Cr, R.Cr);
-        else vec::transpose(src + b0 * Ls, R.src_n, R.Cr, nr * Ls, tmp, R.Cr);
-        for (std::int64_t row = b0; row < b0 + nr; ++row) {
-            T* d = dst + row * R.Lp * R.Cr;
-            std::fill_n(d, R.hl * R.Cr, T(0));
-            if (!direct) std::copy_n(tmp + (row - b0) * Ls * R.Cr, Ls * R.Cr, d + R.hl * R.Cr);
-            std::fill_n(d + (R.hl + Ls) * R.Cr, (R.Lp - R.hl - Ls) * R.Cr, T(0));
-        }
+    if (!direct) vec::transpose(src + row0 * Ls, R.src_n, R.Cr, (row1 - row0) * Ls, tmp, R.Cr);
+    for (std::int64_t row = row0; row < row1; ++row) {
+        T* d = dst + row * R.Lp * R.Cr;
+        std::fill_n(d, R.hl * R.Cr, T(0));
+        if (direct) vec::transpose(src + row * Ls, R.src_n, R.Cr, Ls, d + R.hl * R.Cr, R.Cr);
+        else std::copy_n(tmp + (row - row0) * Ls * R.Cr, Ls * R.Cr, d + R.hl * R.Cr);
+        std::fill_n(d + (R.hl + Ls) * R.Cr, (R.Lp - R.hl - Ls) * R.Cr, T(0));
     }
 }
 
@@ -237,55 +235,55 @@ void run_rows(const ConvGeometry& g, const Rows& R, const T* src, const T* wp, T
     const int nt = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(team, chunk * G * blocks)));
     const std::int64_t per_thread = std::max(rb * Ld * R.cp, sb * Ls * R.Cr);
     Buffer<T> out_rows(nt * per_thread);
-    const std::int64_t Ko = R.Ko;
+    const std::int64_t Ko = R.Ko, ostep = (R.transposed ? g.stride[static_cast<std::size_t>(L)] : 1) * R.cp;
 #pragma omp parallel num_threads(nt)
     {
         T* const ob0 = out_rows.data() + omp_get_thread_num() * per_thread;
-        std::vector<std::int64_t> orow(static_cast<std::size_t>(Ko)), otap(static_cast<std::size_t>(Ko));
-        std::vector<const T*> in(static_cast<std::size_t>(R.Kn)), wt(static_cast<std::size_t>(R.Kn));
+        // Per result row: its outer taps that read inside the source (the source row, the
+        // tap), then per span the taps' input and weight pointers.
+        std::vector<std::int64_t> orow_v(static_cast<std::size_t>(Ko)), otap_v(static_cast<std::size_t>(Ko));
+        std::vector<const T*> in_v(static_cast<std::size_t>(R.Kn)), wt_v(static_cast<std::size_t>(R.Kn));
+        std::int64_t *orow = orow_v.data(), *otap = otap_v.data();
+        const T **in = in_v.data(), **wt = wt_v.data();
         for (std::int64_t n0 = 0; n0 < N; n0 += chunk) {
-        const std::int64_t nc = std::min(chunk, N - n0);
+            const std::int64_t nc = std::min(chunk, N - n0);
 #pragma omp for schedule(static)
-        for (std::int64_t cu = 0; cu < nc * G * sblocks; ++cu) {
-            const std::int64_t ngl = cu / sblocks, b = cu % sblocks;
-            copy_source(R, src + (n0 * G + ngl) * R.Cr * R.src_n, rows.data() + ngl * copy, ob0, b * sb,
-                        std::min(R.src_rows, (b + 1) * sb));
-        }
+            for (std::int64_t cu = 0; cu < nc * G * sblocks; ++cu) {
+                const std::int64_t ngl = cu / sblocks, b = cu % sblocks;
+                copy_source(R, src + (n0 * G + ngl) * R.Cr * R.src_n, rows.data() + ngl * copy, ob0, b * sb,
+                            std::min(R.src_rows, (b + 1) * sb));
+            }
 #pragma omp for schedule(static)
-        for (std::int64_t un = 0; un < nc * G * blocks; ++un) {
-            const std::int64_t ngl = un / blocks, ng = n0 * G + ngl, row0 = un % blocks * rb;
-            const std::int64_t row1 = std::min(R.dst_rows, row0 + rb), gi = ng % G;
-            for (std::int64_t drow = row0; drow < row1; ++drow) {
-            T* const ob = ob0 + (drow - row0) * Ld * R.cp;
-            // The result row's outer taps that read inside the source.
-            std::int64_t nto = 0;
-            for (std::int64_t ko = 0; ko < Ko; ++ko) {
-                const std::int64_t srow = R.source_row(drow, ko);
-                if (srow < 0) continue;
-                orow[static_cast<std::size_t>(nto)] = srow;
-                otap[static_cast<std::size_t>(nto)] = ko;
-                ++nto;
+            for (std::int64_t un = 0; un < nc * G * blocks; ++un) {
+                const std::int64_t ngl = un / blocks, ng = n0 * G + ngl, row0 = un % blocks * rb;
+                const std::int64_t row1 = std::min(R.dst_rows, row0 + rb), gi = ng % G;
+                for (std::int64_t drow = row0; drow < row1; ++drow) {
+                    T* const ob = ob0 + (drow - row0) * Ld * R.cp;
+                    std::int64_t nto = 0;
+                    for (std::int64_t ko = 0; ko < Ko; ++ko) {
+                        const std::int64_t srow = R.source_row(drow, ko);
+                        if (srow < 0) continue;
+                        orow[nto] = srow;
+                        otap[nto++] = ko;
+                    }
+                    const T* rimg = rows.data() + ngl * copy;
+                    const T* wg = wp + gi * R.Kn * R.Cr * R.cp;
+                    for (const Rows::SpanDef& sp : R.spans) {
+                        std::int64_t ntaps = 0;
+                        if (!sp.off.empty())
+                            for (std::int64_t o = 0; o < nto; ++o)
+                                for (std::int64_t kl = 0; kl < R.KL; ++kl) {
+                                    const std::int64_t off = sp.off[static_cast<std::size_t>(kl)];
+                                    if (off == Rows::kNoTap) continue;
+                                    in[ntaps] = rimg + (orow[o] * R.Lp + off) * R.Cr;
+                                    wt[ntaps++] = wg + (otap[o] * R.KL + kl) * R.Cr * R.cp;
+                                }
+                        k.span({sp.count, ntaps, R.Cr, R.cp, in, wt, sp.in_step * R.Cr, ob + sp.first * R.cp, ostep});
+                    }
+                }
+                // The block's rows into the NCX result.
+                vec::transpose(ob0, R.cp, (row1 - row0) * Ld, R.Cd, dst + ng * R.Cd * R.dst_n + row0 * Ld, R.dst_n);
             }
-            const T* rimg = rows.data() + ngl * copy;
-            const T* wg = wp + gi * R.Kn * R.Cr * R.cp;
-            for (const Rows::SpanDef& sp : R.spans) {
-                std::int64_t nt_ = 0;
-                if (!sp.off.empty())
-                    for (std::int64_t o = 0; o < nto; ++o)
-                        for (std::int64_t kl = 0; kl < R.KL; ++kl) {
-                            const std::int64_t off = sp.off[static_cast<std::size_t>(kl)];
-                            if (off == Rows::kNoTap) continue;
-                            in[static_cast<std::size_t>(nt_)] = rimg + (orow[static_cast<std::size_t>(o)] * R.Lp + off) * R.Cr;
-                            wt[static_cast<std::size_t>(nt_)] = wg + (otap[static_cast<std::size_t>(o)] * R.KL + kl) * R.Cr * R.cp;
-                            ++nt_;
-                        }
-                const std::int64_t ostep = (R.transposed ? g.stride[static_cast<std::size_t>(L)] : 1) * R.cp;
-                k.span({sp.count, nt_, R.Cr, R.cp, in.data(), wt.data(), sp.in_step * R.Cr, ob + sp.first * R.cp, ostep});
-            }
-            }
-            // The block's rows into the NCX result.
-            vec::transpose(ob0, R.cp, (row1 - row0) * Ld, R.Cd, dst + ng * R.Cd * R.dst_n + row0 * Ld, R.dst_n);
-        }
         }
     }
 }
@@ -314,7 +312,8 @@ Buffer<T> pack_weight(const Rows& R, const T* w, bool transposed, int team) {
                 for (std::int64_t c = 0; c < cb; ++c) d[c] = src[c][kt];
             }
         }
-        for (std::int64_t kt = 0; kt < R.Kn; ++kt) std::fill(wg + kt * block + r * R.cp + R.Cd, wg + kt * block + (r + 1) * R.cp, T(0));
+        for (std::int64_t kt = 0; kt < R.Kn; ++kt)
+            std::fill(wg + kt * block + r * R.cp + R.Cd, wg + kt * block + (r + 1) * R.cp, T(0));
     }
     return wp;
 }
@@ -359,9 +358,11 @@ bool rows_weight_grad(const ConvGeometry& g, const T* x, const T* u, T* dw, int 
     // whatever the chunks and the team, so any team gives the same bits.
     // With few (group, tap) pairs for the team, each pair's reduction channels are split in
     // parts (each sum still whole in one unit).
-    const std::int64_t pairs = G * R.Kn, parts = std::clamp<std::int64_t>((8 * team + pairs - 1) / pairs, 1, std::max<std::int64_t>(1, R.Cr / 8));
+    const std::int64_t pairs = G * R.Kn;
+    const std::int64_t parts = std::clamp<std::int64_t>((8 * team + pairs - 1) / pairs, 1, std::max<std::int64_t>(1, R.Cr / 8));
     const std::int64_t units = pairs * parts, sb = rows_per_block(Ls, R.src_rows), sblocks = (R.src_rows + sb - 1) / sb;
-    const std::int64_t ub = std::max<std::int64_t>(kBlockPositions, R.dst_n / std::max(1, team)), ublocks = (R.dst_n + ub - 1) / ub;
+    const std::int64_t ub = std::max<std::int64_t>(kBlockPositions, R.dst_n / std::max(1, team));
+    const std::int64_t ublocks = (R.dst_n + ub - 1) / ub;
     const int nt = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(team, units)));
     const std::int64_t tmp = sb * Ls * R.Cr;
     Buffer<T> tmps(nt * tmp);
@@ -370,43 +371,47 @@ bool rows_weight_grad(const ConvGeometry& g, const T* x, const T* u, T* dw, int 
     {
         std::vector<const T*> in, ur;
         for (std::int64_t n0 = 0; n0 < N; n0 += chunk) {
-        const std::int64_t nc = std::min(chunk, N - n0);
+            const std::int64_t nc = std::min(chunk, N - n0);
 #pragma omp for schedule(static) nowait
-        for (std::int64_t cu = 0; cu < nc * G * sblocks; ++cu) {
-            const std::int64_t ngl = cu / sblocks, b = cu % sblocks;
-            copy_source(R, x + (n0 * G + ngl) * R.Cr * R.src_n, rows.data() + ngl * copy, tmps.data() + omp_get_thread_num() * tmp,
-                        b * sb, std::min(R.src_rows, (b + 1) * sb));
-        }
+            for (std::int64_t cu = 0; cu < nc * G * sblocks; ++cu) {
+                const std::int64_t ngl = cu / sblocks, b = cu % sblocks;
+                copy_source(R, x + (n0 * G + ngl) * R.Cr * R.src_n, rows.data() + ngl * copy,
+                            tmps.data() + omp_get_thread_num() * tmp,
+                            b * sb, std::min(R.src_rows, (b + 1) * sb));
+            }
 #pragma omp for schedule(static)
-        for (std::int64_t cu = 0; cu < nc * G * ublocks; ++cu) {
-            // u as rows of positions, result channels innermost (zeros past Cd), in blocks of positions.
-            const std::int64_t ngl = cu / ublocks, p0 = cu % ublocks * ub, p1 = std::min(R.dst_n, p0 + ub);
-            T* ud = urows.data() + ngl * ucopy;
-            vec::transpose(u + (n0 * G + ngl) * R.Cd * R.dst_n + p0, R.dst_n, R.Cd, p1 - p0, ud + p0 * R.cp, R.cp);
-            if (R.cp > R.Cd)
-                for (std::int64_t p = p0; p < p1; ++p) std::fill(ud + p * R.cp + R.Cd, ud + (p + 1) * R.cp, T(0));
-        }
+            for (std::int64_t cu = 0; cu < nc * G * ublocks; ++cu) {
+                // u as rows of positions, result channels innermost (zeros past Cd), in blocks of positions.
+                const std::int64_t ngl = cu / ublocks, p0 = cu % ublocks * ub, p1 = std::min(R.dst_n, p0 + ub);
+                T* ud = urows.data() + ngl * ucopy;
+                vec::transpose(u + (n0 * G + ngl) * R.Cd * R.dst_n + p0, R.dst_n, R.Cd, p1 - p0, ud + p0 * R.cp, R.cp);
+                if (R.cp > R.Cd)
+                    for (std::int64_t p = p0; p < p1; ++p) std::fill(ud + p * R.cp + R.Cd, ud + (p + 1) * R.cp, T(0));
+            }
 #pragma omp for schedule(static)
-        for (std::int64_t un = 0; un < units; ++un) {
-            const std::int64_t pair = un / parts, part = un % parts, gi = pair / R.Kn, kt = pair % R.Kn, ko = kt / R.KL, kl = kt % R.KL;
-            const std::int64_t r0 = R.Cr * part / parts, r1 = R.Cr * (part + 1) / parts;
-            in.clear();
-            ur.clear();
-            for (std::int64_t n = 0; n < nc; ++n)
-                for (std::int64_t drow = 0; drow < R.dst_rows; ++drow) {
-                    const std::int64_t srow = R.source_row(drow, ko);
-                    if (srow < 0) continue;
-                    const std::int64_t ngl = n * G + gi;
-                    in.push_back(rows.data() + ngl * copy + (srow * R.Lp + sp.off[static_cast<std::size_t>(kl)]) * R.Cr + r0);
-                    ur.push_back(urows.data() + ngl * ucopy + drow * Ld * R.cp);
-                }
-            T* d = dwt.data() + pair * block + r0 * R.cp;
-            if (n0 == 0 && in.empty()) std::fill_n(d, (r1 - r0) * R.cp, T(0));
-            else if (!in.empty())
-                k.grad({Ld, static_cast<std::int64_t>(in.size()), r1 - r0, R.cp, in.data(), ur.data(), sp.in_step * R.Cr, d, n0 > 0});
-            if (n0 + nc == N)
-                for (std::int64_t r = 0; r < r1 - r0; ++r) finite[static_cast<std::size_t>(un)] &= vec::all_finite(d + r * R.cp, R.Cd);
-        }
+            for (std::int64_t un = 0; un < units; ++un) {
+                const std::int64_t pair = un / parts, part = un % parts, gi = pair / R.Kn, kt = pair % R.Kn;
+                const std::int64_t ko = kt / R.KL, off = sp.off[static_cast<std::size_t>(kt % R.KL)];
+                const std::int64_t r0 = R.Cr * part / parts, r1 = R.Cr * (part + 1) / parts;
+                in.clear();
+                ur.clear();
+                for (std::int64_t n = 0; n < nc; ++n)
+                    for (std::int64_t drow = 0; drow < R.dst_rows; ++drow) {
+                        const std::int64_t srow = R.source_row(drow, ko);
+                        if (srow < 0) continue;
+                        const std::int64_t ngl = n * G + gi;
+                        in.push_back(rows.data() + ngl * copy + (srow * R.Lp + off) * R.Cr + r0);
+                        ur.push_back(urows.data() + ngl * ucopy + drow * Ld * R.cp);
+                    }
+                T* d = dwt.data() + pair * block + r0 * R.cp;
+                if (n0 == 0 && in.empty()) std::fill_n(d, (r1 - r0) * R.cp, T(0));
+                else if (!in.empty())
+                    k.grad({Ld, static_cast<std::int64_t>(in.size()), r1 - r0, R.cp, in.data(), ur.data(), sp.in_step * R.Cr, d,
+                            n0 > 0});
+                if (n0 + nc == N)
+                    for (std::int64_t r = 0; r < r1 - r0; ++r)
+                        finite[static_cast<std::size_t>(un)] &= vec::all_finite(d + r * R.cp, R.Cd);
+            }
         }
     }
     // A sum that met an infinity or a NaN: the GEMM path, whose products with the padding's
