@@ -61,7 +61,7 @@ const simd_rows::Kernels<T>& rows_kernels() {
 // One call's layout: the summed operand ("source": x forward, u transposed) and the result
 // ("destination"), both per axis; the copy's last-axis halo; the last axis' spans.
 struct Rows {
-    bool transposed = false;
+    bool transposed = false, nxc = false;
     int D = 0;
     std::int64_t G = 1, Cr = 0, Cd = 0, cp = 0, Kn = 1, KL = 1;
     Shape src, dst;                 // spatial sizes
@@ -84,7 +84,7 @@ struct Rows {
     std::vector<std::int64_t> srow;
     std::int64_t source_row(std::int64_t drow, std::int64_t ko) const { return srow[static_cast<std::size_t>(drow * Ko + ko)]; }
 
-    Rows(const ConvGeometry& g, bool tr, std::int64_t lanes) : transposed(tr), D(g.D()), G(g.G) {
+    Rows(const ConvGeometry& g, bool tr, std::int64_t lanes) : transposed(tr), nxc(g.layout == Layout::NXC), D(g.D()), G(g.G) {
         Cr = tr ? g.Og : g.Ig;
         Cd = tr ? g.Ig : g.Og;
         cp = round_up(Cd, lanes);
@@ -181,20 +181,45 @@ std::int64_t rows_per_block(std::int64_t row_len, std::int64_t rows) {
     return std::min(rows, std::max<std::int64_t>(1, kBlockPositions / row_len));
 }
 
-// Rows [row0, row1) of the source of one (image, group) into rows of positions, channels
-// innermost, with zeros on the halo: dst[(row·Lp + hl + l)·Cr + c] = src[c·src_n + row·Ls + l].
-// A row of a whole vector or more is transposed into place; shorter rows through `tmp` (a
-// block of rows transposed at once, then its rows copied into place), the transposes' edges
-// being element by element.
+// One (image, group) block of a tensor of G·C channels and S positions: NCX [c][p] at
+// t + ng·C·S, NXC [p][c] (G·C apart) at t + n·S·G·C + g·C.
+struct Side {
+    bool nxc;
+    std::int64_t G, C, S;
+    template <class T>
+    T* at(T* t, std::int64_t ng) const { return nxc ? t + (ng / G) * S * G * C + (ng % G) * C : t + ng * C * S; }
+};
+
+// Positions [p0, p0 + n) of a block as rows of channels, ld apart: d[i·ld + c].
 template <class T>
-void copy_source(const Rows& R, const T* src, T* dst, T* tmp, std::int64_t row0, std::int64_t row1) {
+void gather(const Side& s, const T* block, std::int64_t p0, std::int64_t n, T* d, std::int64_t ld) {
+    if (!s.nxc) vec::transpose(block + p0, s.S, s.C, n, d, ld);
+    else
+        for (std::int64_t i = 0; i < n; ++i) std::copy_n(block + (p0 + i) * s.G * s.C, s.C, d + i * ld);
+}
+
+// The inverse: rows of channels, ld apart, into positions [p0, p0 + n) of a block.
+template <class T>
+void scatter(const Side& s, const T* r, std::int64_t ld, std::int64_t p0, std::int64_t n, T* block) {
+    if (!s.nxc) vec::transpose(r, ld, n, s.C, block + p0, s.S);
+    else
+        for (std::int64_t i = 0; i < n; ++i) std::copy_n(r + i * ld, s.C, block + (p0 + i) * s.G * s.C);
+}
+
+// Rows [row0, row1) of the source's (image, group) block into rows of positions, channels
+// innermost, with zeros on the halo: dst[(row·Lp + hl + l)·Cr + c] = source (c, row·Ls + l).
+// NCX: a row of a whole vector or more is transposed into place; shorter rows through `tmp`
+// (a block of rows transposed at once, then its rows copied into place), the transposes'
+// edges being element by element. NXC: position by position.
+template <class T>
+void copy_source(const Rows& R, const Side& side, const T* block, T* dst, T* tmp, std::int64_t row0, std::int64_t row1) {
     const std::int64_t Ls = R.src[static_cast<std::size_t>(R.D - 1)];
-    const bool direct = Ls >= simd_rows::kMaxLanes;
-    if (!direct) vec::transpose(src + row0 * Ls, R.src_n, R.Cr, (row1 - row0) * Ls, tmp, R.Cr);
+    const bool direct = side.nxc || Ls >= simd_rows::kMaxLanes;
+    if (!direct) gather(side, block, row0 * Ls, (row1 - row0) * Ls, tmp, R.Cr);
     for (std::int64_t row = row0; row < row1; ++row) {
         T* d = dst + row * R.Lp * R.Cr;
         std::fill_n(d, R.hl * R.Cr, T(0));
-        if (direct) vec::transpose(src + row * Ls, R.src_n, R.Cr, Ls, d + R.hl * R.Cr, R.Cr);
+        if (direct) gather(side, block, row * Ls, Ls, d + R.hl * R.Cr, R.Cr);
         else std::copy_n(tmp + (row - row0) * Ls * R.Cr, Ls * R.Cr, d + R.hl * R.Cr);
         std::fill_n(d + (R.hl + Ls) * R.Cr, (R.Lp - R.hl - Ls) * R.Cr, T(0));
     }
@@ -236,6 +261,7 @@ void run_rows(const ConvGeometry& g, const Rows& R, const T* src, const T* wp, T
     const std::int64_t per_thread = std::max(rb * Ld * R.cp, sb * Ls * R.Cr);
     Buffer<T> out_rows(nt * per_thread);
     const std::int64_t Ko = R.Ko, ostep = (R.transposed ? g.stride[static_cast<std::size_t>(L)] : 1) * R.cp;
+    const Side ss{R.nxc, G, R.Cr, R.src_n}, ds{R.nxc, G, R.Cd, R.dst_n};
 #pragma omp parallel num_threads(nt)
     {
         T* const ob0 = out_rows.data() + omp_get_thread_num() * per_thread;
@@ -250,7 +276,7 @@ void run_rows(const ConvGeometry& g, const Rows& R, const T* src, const T* wp, T
 #pragma omp for schedule(static)
             for (std::int64_t cu = 0; cu < nc * G * sblocks; ++cu) {
                 const std::int64_t ngl = cu / sblocks, b = cu % sblocks;
-                copy_source(R, src + (n0 * G + ngl) * R.Cr * R.src_n, rows.data() + ngl * copy, ob0, b * sb,
+                copy_source(R, ss, ss.at(src, n0 * G + ngl), rows.data() + ngl * copy, ob0, b * sb,
                             std::min(R.src_rows, (b + 1) * sb));
             }
 #pragma omp for schedule(static)
@@ -281,8 +307,8 @@ void run_rows(const ConvGeometry& g, const Rows& R, const T* src, const T* wp, T
                         k.span({sp.count, ntaps, R.Cr, R.cp, in, wt, sp.in_step * R.Cr, ob + sp.first * R.cp, ostep});
                     }
                 }
-                // The block's rows into the NCX result.
-                vec::transpose(ob0, R.cp, (row1 - row0) * Ld, R.Cd, dst + ng * R.Cd * R.dst_n + row0 * Ld, R.dst_n);
+                // The block's rows into the result.
+                scatter(ds, ob0, R.cp, row0 * Ld, (row1 - row0) * Ld, ds.at(dst, ng));
             }
         }
     }
@@ -365,6 +391,7 @@ bool rows_weight_grad(const ConvGeometry& g, const T* x, const T* u, T* dw, int 
     const std::int64_t ublocks = (R.dst_n + ub - 1) / ub;
     const int nt = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(team, units)));
     const std::int64_t tmp = sb * Ls * R.Cr;
+    const Side xs{R.nxc, G, R.Cr, R.src_n}, us{R.nxc, G, R.Cd, R.dst_n};
     Buffer<T> tmps(nt * tmp);
     std::vector<unsigned char> finite(static_cast<std::size_t>(units), 1);  // per unit: its sums are finite
 #pragma omp parallel num_threads(nt)
@@ -375,8 +402,7 @@ bool rows_weight_grad(const ConvGeometry& g, const T* x, const T* u, T* dw, int 
 #pragma omp for schedule(static) nowait
             for (std::int64_t cu = 0; cu < nc * G * sblocks; ++cu) {
                 const std::int64_t ngl = cu / sblocks, b = cu % sblocks;
-                copy_source(R, x + (n0 * G + ngl) * R.Cr * R.src_n, rows.data() + ngl * copy,
-                            tmps.data() + omp_get_thread_num() * tmp,
+                copy_source(R, xs, xs.at(x, n0 * G + ngl), rows.data() + ngl * copy, tmps.data() + omp_get_thread_num() * tmp,
                             b * sb, std::min(R.src_rows, (b + 1) * sb));
             }
 #pragma omp for schedule(static)
@@ -384,7 +410,7 @@ bool rows_weight_grad(const ConvGeometry& g, const T* x, const T* u, T* dw, int 
                 // u as rows of positions, result channels innermost (zeros past Cd), in blocks of positions.
                 const std::int64_t ngl = cu / ublocks, p0 = cu % ublocks * ub, p1 = std::min(R.dst_n, p0 + ub);
                 T* ud = urows.data() + ngl * ucopy;
-                vec::transpose(u + (n0 * G + ngl) * R.Cd * R.dst_n + p0, R.dst_n, R.Cd, p1 - p0, ud + p0 * R.cp, R.cp);
+                gather(us, us.at(u, n0 * G + ngl), p0, p1 - p0, ud + p0 * R.cp, R.cp);
                 if (R.cp > R.Cd)
                     for (std::int64_t p = p0; p < p1; ++p) std::fill(ud + p * R.cp + R.Cd, ud + (p + 1) * R.cp, T(0));
             }

@@ -255,6 +255,12 @@ TEST_CASE("conv plan: the channel-row rule", "[conv_plan]") {
         CHECK(plan(k, conv2d(16, 3, 64, 64, 4)).strategy != ConvStrategy::Rows);
         CHECK(plan(k, conv2d(64, 1, 16, 28, 3)).strategy != ConvStrategy::Rows);
     }
+    // NXC by the same rule (no small-channel kernels there: the classifier's second layer too).
+    for (ConvKind k : {ConvKind::Forward, ConvKind::Transposed, ConvKind::WeightGrad}) {
+        CHECK(plan(k, conv2d(4, 64, 64, 32, 3, 1, Layout::NXC)).strategy == ConvStrategy::Rows);
+        CHECK(plan(k, conv2d(64, 16, 32, 14, 3, 1, Layout::NXC)).strategy == ConvStrategy::Rows);
+        CHECK(plan(k, conv2d(16, 128, 256, 16, 4, 1, Layout::NXC)).strategy != ConvStrategy::Rows);
+    }
     // 16 and 32 channels: where the small-channel kernels fit (the classifier's second
     // layer) they keep it; where they do not (5x5 taps: a grid 18x18 for 14x14 results,
     // past kSmallWaste) the channel-row kernels take it.
@@ -262,11 +268,11 @@ TEST_CASE("conv plan: the channel-row rule", "[conv_plan]") {
         CHECK(plan(k, conv2d(64, 16, 32, 14, 3)).strategy == ConvStrategy::Small);
         CHECK(plan(k, conv2d(32, 16, 32, 14, 5)).strategy == ConvStrategy::Rows);
     }
-    // Forced: every NCX call that is not depthwise, never NXC; a transposed algorithm asked
-    // for by name wins.
+    // Forced: every call that is not depthwise, NCX or NXC; a transposed algorithm asked for
+    // by name wins.
     CHECK(plan(ConvKind::Forward, conv2d(16, 3, 64, 64, 4), SmallConv::Rows).strategy == ConvStrategy::Rows);
     CHECK(plan(ConvKind::Forward, conv2d(2, 8, 8, 10, 3, 8), SmallConv::Rows).strategy == ConvStrategy::Depthwise);
-    CHECK(plan(ConvKind::Forward, conv2d(4, 64, 64, 32, 3, 1, Layout::NXC), SmallConv::Rows).strategy != ConvStrategy::Rows);
+    CHECK(plan(ConvKind::Forward, conv2d(4, 64, 64, 32, 3, 1, Layout::NXC), SmallConv::Rows).strategy == ConvStrategy::Rows);
     CHECK(plan(ConvKind::WeightGrad, conv2d(4, 64, 64, 32, 3), SmallConv::Rows).strategy == ConvStrategy::Rows);
     CHECK(plan_conv(ConvKind::Transposed, conv2d(4, 64, 64, 32, 3), 2, kDefaultBudget, 4, TransposedAlgo::Col2im,
                     SmallConv::Rows).strategy != ConvStrategy::Rows);

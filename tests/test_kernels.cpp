@@ -214,7 +214,7 @@ TEST_CASE("f32 and bf16 kernels match the reference at every SIMD instruction se
             for (const ConvConfig& c : conv_table()) {
                 const WorkspaceGuard ws(c.budget);
                 for (Layout layout : {Layout::NCX, Layout::NXC}) {
-                    if (layout == Layout::NXC && path != SmallConv::Never) continue;  // the same GEMM path
+                    if (layout == Layout::NXC && path == SmallConv::Always) continue;  // the same GEMM path
                     for (DType dt : {DType::f32, DType::bf16})
                         check_against_reference(transposed_geometry(c, layout), dt, rng,
                                                 describe(c, layout, dt) + " at " + simd::isa_name(isa) + path_name(path));
@@ -389,13 +389,14 @@ TEST_CASE("conv kernels match the reference on every kind of tile and team", "[k
 
 namespace {
 
-// A family of direct kernels forced on (`path`): every NCX row of the conv table and `extra`,
-// forward and transposed, at every instruction set, in f32 and f64, against the reference;
-// on the rows that are not depthwise the plan names `strategy` for each of `kinds`, and the
+// A family of direct kernels forced on (`path`): every row of the conv table and `extra` in
+// each of `layouts`, forward and transposed, at every instruction set, in f32 and f64,
+// against the reference; on the rows that are not depthwise (in the last layout) the plan
+// names `strategy` for each of `kinds`, and the
 // comparison is tight enough to see one product missing (a planted error: the reference
 // without one weight element, and for the weight gradient without one o-side element).
 void check_direct_kernels(SmallConv path, ConvStrategy strategy, const std::vector<ConvKind>& kinds,
-                          const std::vector<ConvConfig>& extra, std::uint64_t seed) {
+                          const std::vector<ConvConfig>& extra, std::uint64_t seed, const std::vector<Layout>& layouts) {
     const tg::testing::IsaGuard restore;
     const SmallConvGuard direct(path);
     std::mt19937_64 rng(seed);
@@ -403,15 +404,16 @@ void check_direct_kernels(SmallConv path, ConvStrategy strategy, const std::vect
     rows.insert(rows.end(), extra.begin(), extra.end());
     for (simd::Isa isa : tg::testing::tested_isas()) {
         simd::force(isa);
-        for (const ConvConfig& c : rows)
-            for (DType dt : {DType::f32, DType::f64}) {
-                const std::string what = describe(c, Layout::NCX, dt) + " at " + simd::isa_name(isa);
-                check_against_reference(forward_geometry(c, Layout::NCX), dt, rng, what + " forward_geometry");
-                check_against_reference(transposed_geometry(c, Layout::NCX), dt, rng, what + " transposed_geometry");
-            }
+        for (Layout layout : layouts)
+            for (const ConvConfig& c : rows)
+                for (DType dt : {DType::f32, DType::f64}) {
+                    const std::string what = describe(c, layout, dt) + " at " + simd::isa_name(isa);
+                    check_against_reference(forward_geometry(c, layout), dt, rng, what + " forward_geometry");
+                    check_against_reference(transposed_geometry(c, layout), dt, rng, what + " transposed_geometry");
+                }
         for (const ConvConfig& c : rows) {
             if (c.Ig == 1 && c.Og == 1) continue;  // depthwise: not these kernels
-            const ConvGeometry g = transposed_geometry(c, Layout::NCX);
+            const ConvGeometry g = transposed_geometry(c, layouts.back());
             for (ConvKind kind : kinds)
                 CHECK(plan_conv(kind, g, 1, workspace_budget(), 4, TransposedAlgo::Auto, small_conv()).strategy == strategy);
             const Tensor x = random_tensor(g.in_shape(), rng), u = random_tensor(g.out_shape(), rng);
@@ -426,7 +428,7 @@ void check_direct_kernels(SmallConv path, ConvStrategy strategy, const std::vect
             uv[0] = 0;
             const Tensor up = Tensor::from(u.shape(), uv, DType::f64);
             const Tensor xf = x.to(DType::f32), uf = u.to(DType::f32), Wf = W.to(DType::f32);
-            INFO(describe(c, Layout::NCX, DType::f32) << " at " << simd::isa_name(isa) << ": a planted error");
+            INFO(describe(c, layouts.back(), DType::f32) << " at " << simd::isa_name(isa) << ": a planted error");
             for (ConvKind kind : kinds) {
                 if (kind == ConvKind::Forward)
                     CHECK(out_of_tolerance(conv_forward(xf, Wf, g).to(DType::f64), reference::conv_forward(x, Wp, g),
@@ -453,7 +455,7 @@ TEST_CASE("the small-channel kernels match the reference at every instruction se
                          {{"2d 3 -> 13 channels", 2, 1, 3, 13, {{9, 3, 2, 1, 1, 1, 1}, {8, 3, 1, 1, 1, 1}}},
                           {"1d 9 -> 20 channels", 2, 1, 9, 20, {{11, 4, 2, 1, 1, 1}}},
                           {"2d groups2 8 -> 9", 1, 2, 8, 9, {{6, 3, 1, 2, 2, 2}, {7, 2, 2, 1, 0, 1, 1}}}},
-                         1212);
+                         1212, {Layout::NCX});
 }
 
 // The channel-row kernels (tapegrad/ops/conv_rows.hpp). The extra rows have tens of channels: channel blocks of 1 to
@@ -468,7 +470,7 @@ TEST_CASE("the channel-row kernels match the reference at every instruction set,
                           {"2d groups3 8 -> 24 dil2", 1, 3, 8, 24, {{8, 3, 1, 2, 2, 2}, {7, 3, 1, 2, 2, 2}}},
                           {"3d 16 -> 17 channels stride2", 1, 1, 16, 17,
                            {{4, 4, 2, 1, 1, 1}, {3, 3, 2, 1, 1, 0, 1}, {6, 4, 2, 1, 1, 1}}}},
-                         2626);
+                         2626, {Layout::NCX, Layout::NXC});
 }
 
 // Where the direct kernels would multiply an infinity or a NaN by zeros the reference never

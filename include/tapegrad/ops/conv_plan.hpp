@@ -27,13 +27,13 @@ enum class TransposedAlgo { Auto, Col2im, Phases };
 void set_transposed_algo(TransposedAlgo algo);
 TransposedAlgo transposed_algo();
 
-// Whether NCX layers run the direct kernels: those for few channels per group
-// (tapegrad/ops/conv_small.hpp) and those with the channels as the vector
-// (tapegrad/ops/conv_rows.hpp). `Auto`: by the rules in plan_conv; `Never`: the GEMM paths;
+// Whether layers run the direct kernels: those for few channels per group (NCX,
+// tapegrad/ops/conv_small.hpp) and those with the channels as the vector (NCX and NXC,
+// tapegrad/ops/conv_rows.hpp). `Auto`: by the rules in plan_conv; `Never`: the GEMM paths;
 // `Always`: the small-channel kernels on every NCX layer that is not depthwise; `Rows`: the
-// channel-row kernels on every such forward and transposed call (the weight gradient keeps
-// the GEMM path). Tests force each. A transposed algorithm other than Auto wins over it.
-// TAPEGRAD_SMALL_CONV=auto|never|always|rows sets it on first use.
+// channel-row kernels on every layer that is not depthwise. Tests force each. A transposed
+// algorithm other than Auto wins over it. TAPEGRAD_SMALL_CONV=auto|never|always|rows sets it
+// on first use.
 enum class SmallConv { Auto, Never, Always, Rows };
 void set_small_conv(SmallConv mode);
 SmallConv small_conv();
@@ -41,7 +41,7 @@ SmallConv small_conv();
 enum class ConvStrategy {
     Depthwise,  // Ig = Og = 1 where Small does not apply (NXC, the smallest): tapegrad/ops/conv_direct.hpp
     Small,      // few channels per group (NCX): the direct kernels of tapegrad/ops/conv_small.hpp
-    Rows,       // tens of channels per group (NCX forward, transposed): tapegrad/ops/conv_rows.hpp
+    Rows,       // tens of channels per group (NCX, NXC): tapegrad/ops/conv_rows.hpp
     Phases,     // the transposed kernel by stride phases (tapegrad/ops/conv_phases.hpp)
     Serial,     // one thread: tiles in order, groups in order
     Units,      // each thread takes whole (tile, group) units with buffers of its own, no

@@ -1,7 +1,7 @@
-// Direct kernels for NCX layers with tens of channels per group, the channels as the vector.
+// Direct kernels for layers with tens of channels per group, the channels as the vector.
 //
-// The operand a result is summed from (forward: x, i-side; transposed: u, o-side) is copied
-// once per call into rows of the last spatial axis, channels innermost (a position's
+// The operand a result is summed from (forward and weight gradient: x, i-side; transposed:
+// u, o-side) is copied per chunk of images into rows of the last spatial axis, channels innermost (a position's
 // reduction channels contiguous), with zeros for the last axis' padding taps; the weight
 // into one [reduction channel][result channel] block per tap, result channels padded to a
 // whole vector. A result row (all outer coordinates fixed) is then a few spans of results
@@ -15,7 +15,8 @@
 //                in it), inputs 1 position apart.
 // On the outer axes a tap that reads outside the operand is left out; on the last axis it
 // multiplies a zero of the copy. The row's results go from a vector-per-position buffer to
-// the NCX result, every element written.
+// the result, every element written. NCX tensors are transposed on the way in and out; NXC
+// tensors already hold a position's channels together, and are copied.
 //
 // Non-finite weights: the transposed kernel multiplies the weight by zeros the reference
 // never forms products with, so it declines (returns false) when the weight holds an
