@@ -119,28 +119,32 @@ double factor_for(DType dt, const ConvGeometry& g) {
     }
 }
 
-// The three kernels on one geometry vs the reference, for inputs exactly representable in dt.
-void check_against_reference(const ConvGeometry& g, DType dt, std::mt19937_64& rng, const std::string& what) {
+// The three kernels on one geometry vs the reference, for inputs exactly representable in
+// dt: at the active instruction set, or at each of `isas` in turn (the references made once).
+void check_against_reference(const ConvGeometry& g, DType dt, std::mt19937_64& rng, const std::string& what,
+                             const std::vector<simd::Isa>& isas = {}) {
     const Tensor x = rounded(random_tensor(g.in_shape(), rng), dt);
     const Tensor u = rounded(random_tensor(g.out_shape(), rng), dt);
     const Tensor W = rounded(random_tensor(g.weight_shape(), rng), dt);
     const Tensor ax = abs_tensor(x), au = abs_tensor(u), aW = abs_tensor(W);
     const double f = factor_for(dt, g);
-
-    const Tensor y = conv_forward(x.to(dt), W.to(dt), g);
-    CHECK(y.dtype() == dt);
-    check_close(y.to(DType::f64), reference::conv_forward(x, W, g), reference::conv_forward(ax, aW, g), f,
-                what + " conv_forward");
-
-    const Tensor r = conv_transposed(u.to(dt), W.to(dt), g);
-    CHECK(r.dtype() == dt);
-    check_close(r.to(DType::f64), reference::conv_transposed(u, W, g), reference::conv_transposed(au, aW, g), f,
-                what + " conv_transposed");
-
-    const Tensor dW = conv_weight_grad(x.to(dt), u.to(dt), g);
-    CHECK(dW.dtype() == dt);
-    check_close(dW.to(DType::f64), reference::conv_weight_grad(x, u, g), reference::conv_weight_grad(ax, au, g), f,
-                what + " conv_weight_grad");
+    const Tensor ry = reference::conv_forward(x, W, g), sy = reference::conv_forward(ax, aW, g);
+    const Tensor rr = reference::conv_transposed(u, W, g), sr = reference::conv_transposed(au, aW, g);
+    const Tensor rw = reference::conv_weight_grad(x, u, g), sw = reference::conv_weight_grad(ax, au, g);
+    const std::vector<simd::Isa> run = isas.empty() ? std::vector<simd::Isa>{simd::active()} : isas;
+    for (simd::Isa isa : run) {
+        if (!isas.empty()) simd::force(isa);
+        const std::string at = what + (isas.empty() ? "" : std::string(" at ") + simd::isa_name(isa));
+        const Tensor y = conv_forward(x.to(dt), W.to(dt), g);
+        CHECK(y.dtype() == dt);
+        check_close(y.to(DType::f64), ry, sy, f, at + " conv_forward");
+        const Tensor r = conv_transposed(u.to(dt), W.to(dt), g);
+        CHECK(r.dtype() == dt);
+        check_close(r.to(DType::f64), rr, sr, f, at + " conv_transposed");
+        const Tensor dW = conv_weight_grad(x.to(dt), u.to(dt), g);
+        CHECK(dW.dtype() == dt);
+        check_close(dW.to(DType::f64), rw, sw, f, at + " conv_weight_grad");
+    }
 }
 
 // ⟨CONV(x, W), u⟩ = ⟨x, CONVT(u, W)⟩ = ⟨W, CONV_BW(x, u)⟩, all three from the fast kernels.
@@ -390,8 +394,9 @@ TEST_CASE("conv kernels match the reference on every kind of tile and team", "[k
 namespace {
 
 // A family of direct kernels forced on (`path`): every row of the conv table and `extra` in
-// each of `layouts`, forward and transposed, at every instruction set, in f32 and f64,
-// against the reference; on the rows that are not depthwise (in the last layout) the plan
+// the first of `layouts` (`extra` alone in the others: the table's rows run in every layout
+// through the generic tests), forward and transposed, in f32 and f64, at every instruction
+// set, against the reference (made once for all of them); on the rows that are not depthwise (first layout) the plan
 // names `strategy` for each of `kinds`, and the
 // comparison is tight enough to see one product missing (a planted error: the reference
 // without one weight element, and for the weight gradient without one o-side element).
@@ -402,18 +407,19 @@ void check_direct_kernels(SmallConv path, ConvStrategy strategy, const std::vect
     std::mt19937_64 rng(seed);
     std::vector<ConvConfig> rows = conv_table();
     rows.insert(rows.end(), extra.begin(), extra.end());
-    for (simd::Isa isa : tg::testing::tested_isas()) {
+    const std::vector<simd::Isa> isas = tg::testing::tested_isas();
+    for (Layout layout : layouts)
+        for (const ConvConfig& c : layout == layouts.front() ? rows : extra)
+            for (DType dt : {DType::f32, DType::f64}) {
+                const std::string what = describe(c, layout, dt);
+                check_against_reference(forward_geometry(c, layout), dt, rng, what + " forward_geometry", isas);
+                check_against_reference(transposed_geometry(c, layout), dt, rng, what + " transposed_geometry", isas);
+            }
+    for (simd::Isa isa : isas) {
         simd::force(isa);
-        for (Layout layout : layouts)
-            for (const ConvConfig& c : rows)
-                for (DType dt : {DType::f32, DType::f64}) {
-                    const std::string what = describe(c, layout, dt) + " at " + simd::isa_name(isa);
-                    check_against_reference(forward_geometry(c, layout), dt, rng, what + " forward_geometry");
-                    check_against_reference(transposed_geometry(c, layout), dt, rng, what + " transposed_geometry");
-                }
         for (const ConvConfig& c : rows) {
             if (c.Ig == 1 && c.Og == 1) continue;  // depthwise: not these kernels
-            const ConvGeometry g = transposed_geometry(c, layouts.back());
+            const ConvGeometry g = transposed_geometry(c, layouts.front());
             for (ConvKind kind : kinds)
                 CHECK(plan_conv(kind, g, 1, workspace_budget(), 4, TransposedAlgo::Auto, small_conv()).strategy == strategy);
             const Tensor x = random_tensor(g.in_shape(), rng), u = random_tensor(g.out_shape(), rng);
@@ -428,7 +434,7 @@ void check_direct_kernels(SmallConv path, ConvStrategy strategy, const std::vect
             uv[0] = 0;
             const Tensor up = Tensor::from(u.shape(), uv, DType::f64);
             const Tensor xf = x.to(DType::f32), uf = u.to(DType::f32), Wf = W.to(DType::f32);
-            INFO(describe(c, layouts.back(), DType::f32) << " at " << simd::isa_name(isa) << ": a planted error");
+            INFO(describe(c, layouts.front(), DType::f32) << " at " << simd::isa_name(isa) << ": a planted error");
             for (ConvKind kind : kinds) {
                 if (kind == ConvKind::Forward)
                     CHECK(out_of_tolerance(conv_forward(xf, Wf, g).to(DType::f64), reference::conv_forward(x, Wp, g),
