@@ -411,11 +411,19 @@ void run_conv(const ConvPlan& p, const ConvGeometry& g, const T* a, const T* b, 
         case ConvStrategy::Small:
         case ConvStrategy::Rows: {
             const bool small = p.strategy == ConvStrategy::Small;
-            const bool done = k == ConvKind::Forward
-                                  ? (small ? small_forward<T>(g, x, w, o, p.team) : rows_forward<T>(g, x, w, o, p.team), true)
-                              : k == ConvKind::Transposed
-                                  ? (small ? small_transposed<T>(g, o, w, x, p.team) : rows_transposed<T>(g, o, w, x, p.team))
-                                  : (small ? small_weight_grad<T>(g, x, o, w, p.team) : rows_weight_grad<T>(g, x, o, w, p.team));
+            bool done = true;
+            switch (k) {
+                case ConvKind::Forward:
+                    if (small) small_forward<T>(g, x, w, o, p.team);
+                    else rows_forward<T>(g, x, w, o, p.team);
+                    break;
+                case ConvKind::Transposed:
+                    done = small ? small_transposed<T>(g, o, w, x, p.team) : rows_transposed<T>(g, o, w, x, p.team);
+                    break;
+                case ConvKind::WeightGrad:
+                    done = small ? small_weight_grad<T>(g, x, o, w, p.team) : rows_weight_grad<T>(g, x, o, w, p.team);
+                    break;
+            }
             if (done) return;
             // Declined (a non-finite operand, see conv_small.hpp, conv_rows.hpp): the GEMM path, on a zeroed result.
             if (k == ConvKind::Transposed) std::fill_n(x, g.N * g.G * g.Ig * g.in_numel(), T(0));

@@ -64,12 +64,12 @@ bool small_fits(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, Tr
 }
 
 // The rule for the channel-row kernels: NCX and NXC calls (the weight gradient's result
-// channels are the forward call's) with at least
-// kRowsMinChannels channels per group a side; at most kRowsMaxResult result channels (more
-// and the GEMM's blocking wins), padded to whole vectors with at most a quarter of them
-// padding; one tap's weight block (reduction channels × padded result channels) within
-// kRowsTapBytes, an L1's share (larger blocks stream from L2 for every register tile).
-// Measured against both other paths in bench/RESULTS.md.
+// channels are the forward call's) with at least kRowsMinChannels channels per group a side;
+// at most kRowsMaxResult result channels (more and the GEMM's blocking wins), padded to whole
+// vectors of the active instruction set with at most a quarter of them padding; one tap's
+// weight block (reduction channels × padded result channels) within kRowsTapBytes, an L1's
+// share (larger blocks stream from L2 for every register tile). Measured against both other
+// paths in bench/RESULTS.md.
 bool rows_fits(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, TransposedAlgo algo, SmallConv mode) {
     if (g.Ig == 1 && g.Og == 1) return false;
     if (kind == ConvKind::Transposed && algo != TransposedAlgo::Auto) return false;

@@ -60,23 +60,32 @@ void tile(const Span<T>& a, std::int64_t j0, std::int64_t c0) {
 
 using simd::with_size;
 
-// Channels in blocks of kMaxNV vectors (the last as wide as what is left); each block's
-// results in as few tiles as its sums allow, all of about one size.
-template <class Arch, class T>
-void span(const Span<T>& a) {
+// The register tiles of both kernels: channels in blocks of kMaxNV vectors (the last as wide
+// as what is left); in each block, n rows of sums (results, or reduction channels) in as few
+// tiles as the sums allow, all of about one size:
+//   f(std::integral_constant<int, rows>, std::integral_constant<int, vectors>, first row, first channel).
+template <class Arch, class T, class F>
+void for_each_tile(std::int64_t cp, std::int64_t n, F&& f) {
     constexpr std::int64_t L = xsimd::batch<T, Arch>::size;
-    for (std::int64_t c0 = 0; c0 < a.cp;) {
-        const std::int64_t nv = std::min<std::int64_t>(kMaxNV<Arch, T>, (a.cp - c0) / L);
+    for (std::int64_t c0 = 0; c0 < cp;) {
+        const std::int64_t nv = std::min<std::int64_t>(kMaxNV<Arch, T>, (cp - c0) / L);
         with_size<kMaxNV<Arch, T>>(nv, [&](auto NV) {
-            constexpr int JMAX = kSums<Arch, T> / decltype(NV)::value;
-            const std::int64_t tiles = (a.n + JMAX - 1) / JMAX;
+            constexpr int MAX = kSums<Arch, T> / decltype(NV)::value;
+            const std::int64_t tiles = (n + MAX - 1) / MAX;
             for (std::int64_t t = 0; t < tiles; ++t) {
-                const std::int64_t j0 = a.n * t / tiles, nj = a.n * (t + 1) / tiles - j0;
-                with_size<JMAX>(nj, [&](auto J) { tile<Arch, T, decltype(J)::value, decltype(NV)::value>(a, j0, c0); });
+                const std::int64_t i0 = n * t / tiles;
+                with_size<MAX>(n * (t + 1) / tiles - i0, [&](auto B) { f(B, NV, i0, c0); });
             }
         });
         c0 += nv * L;
     }
+}
+
+template <class Arch, class T>
+void span(const Span<T>& a) {
+    for_each_tile<Arch, T>(a.cp, a.n, [&](auto J, auto NV, std::int64_t j0, std::int64_t c0) {
+        tile<Arch, T, decltype(J)::value, decltype(NV)::value>(a, j0, c0);
+    });
 }
 
 // The weight gradient's tile: RB reduction channels × NV vectors of result channels, summed
@@ -114,31 +123,19 @@ void grad_tile(const GradSpan<T>& a, std::int64_t row0, std::int64_t row1, bool 
         for (int v = 0; v < NV; ++v) acc[r][v].store_aligned(dw + r * a.cp + v * L);
 }
 
-// Rows in chunks of about kGradChunkBytes of u (kept in L1 while every tile of the chunk
-// reads it); per chunk, channels in blocks of kMaxNV vectors, each block's reduction channels
-// in as few tiles as its sums allow. A tile's sums carry over from chunk to chunk through dw,
-// so each is still summed over rows and positions in order.
+// Rows in chunks of about kGradChunkBytes of u and x (kept in L1 while every tile of the
+// chunk reads them), each chunk over every tile. A tile's sums carry over from chunk to chunk
+// through dw, so each is still summed over rows and positions in order.
 inline constexpr std::int64_t kGradChunkBytes = 32 << 10;
 template <class Arch, class T>
 void grad(const GradSpan<T>& a) {
-    constexpr std::int64_t L = xsimd::batch<T, Arch>::size;
     const std::int64_t chunk = std::max<std::int64_t>(1, kGradChunkBytes / (a.n * (a.cp + a.istep) * std::int64_t{sizeof(T)}));
     for (std::int64_t row0 = 0; row0 < a.nrows; row0 += chunk) {
         const std::int64_t row1 = std::min(a.nrows, row0 + chunk);
-        for (std::int64_t c0 = 0; c0 < a.cp;) {
-            const std::int64_t nv = std::min<std::int64_t>(kMaxNV<Arch, T>, (a.cp - c0) / L);
-            with_size<kMaxNV<Arch, T>>(nv, [&](auto NV) {
-                constexpr int RMAX = kSums<Arch, T> / decltype(NV)::value;
-                const std::int64_t tiles = (a.nred + RMAX - 1) / RMAX;
-                for (std::int64_t t = 0; t < tiles; ++t) {
-                    const std::int64_t r0 = a.nred * t / tiles, nr = a.nred * (t + 1) / tiles - r0;
-                    with_size<RMAX>(nr, [&](auto R) {
-                        grad_tile<Arch, T, decltype(R)::value, decltype(NV)::value>(a, row0, row1, row0 == 0 && !a.accumulate, r0, c0);
-                    });
-                }
-            });
-            c0 += nv * L;
-        }
+        const bool first = row0 == 0 && !a.accumulate;
+        for_each_tile<Arch, T>(a.cp, a.nred, [&](auto R, auto NV, std::int64_t r0, std::int64_t c0) {
+            grad_tile<Arch, T, decltype(R)::value, decltype(NV)::value>(a, row0, row1, first, r0, c0);
+        });
     }
 }
 
