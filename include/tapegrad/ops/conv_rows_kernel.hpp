@@ -16,12 +16,16 @@
 
 namespace tg::simd_rows::kernel {
 
+// f64 keeps to tiles of ≤ 12 sums and ≤ 2 vectors at every instruction set: each (J, NV) is
+// one instance of each kernel, and f64 (gradient checks, not training speed) at f32's 50
+// instances per kernel made this file the slowest of the library to compile (24 s under the
+// sanitizers, once per build: 100 -> 68 tiles per kernel at AVX-512).
 template <class Arch, class T>
-inline constexpr int kSums = xsimd::batch<T, Arch>::size * sizeof(T) >= 64 ? 24 : 12;
+inline constexpr int kSums = std::is_same_v<T, float> && xsimd::batch<T, Arch>::size * sizeof(T) >= 64 ? 24 : 12;
 // Channel vectors per tile: with 16 registers, 12 sums, 3 weight vectors and a broadcast
 // (4 would spill: AVX2 dcgan_g3 forward 15.8 -> 12.7 ms, vol3d 3.35 -> 2.69 ms).
 template <class Arch, class T>
-inline constexpr int kMaxNV = kSums<Arch, T> == 24 ? 4 : 3;
+inline constexpr int kMaxNV = !std::is_same_v<T, float> ? 2 : kSums<Arch, T> == 24 ? 4 : 3;
 
 // The loops over J and NV are unrolled by pragma (GCC leaves a 24-long loop rolled, and its
 // sums in memory: a 1-D layer's 24 × 1 tile ran at a quarter of the speed); the reduction
