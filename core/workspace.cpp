@@ -67,7 +67,7 @@ struct Block {
 };
 
 // The cached blocks, shared by all threads (a few allocations per kernel call, so one
-// lock costs nothing), freed at exit or by release_workspace_cache().
+// lock costs nothing), freed by release_workspace_cache().
 struct Cache {
     Cache(bool counted_, std::size_t min_, std::size_t max_blocks_) : counted(counted_), min(min_), max_blocks(max_blocks_) {}
     bool counted;            // the workspace cache counts its blocks; the tensor-storage cache does not
@@ -76,7 +76,6 @@ struct Cache {
     std::mutex m;
     std::vector<Block> blocks;
     std::size_t bytes = 0;
-    ~Cache() { clear(); }
     void clear() {
         for (const Block& b : blocks) system_free(b.p, b.cap, counted);
         blocks.clear();
@@ -106,9 +105,13 @@ struct Cache {
     }
 };
 
+// The caches are never destroyed (the system takes their blocks back at exit): a thread's
+// thread_local buffers (the GEMM's packed panels) are freed when it ends, and a worker of
+// a team started on another std::thread may end after exit() has begun destroying statics
+// (ThreadSanitizer saw such a free race ~Cache in test_threads.cpp).
 Cache& cache() {
-    static Cache c(true, kCacheMin, 8);
-    return c;
+    static Cache* const c = new Cache(true, kCacheMin, 8);
+    return *c;
 }
 
 // Freed tensor storage of 1 MiB and more, kept for the next tensor of about that size: an op
@@ -118,8 +121,8 @@ Cache& cache() {
 // and they are all asked for again in the next step.
 constexpr std::size_t kStorageCacheMin = std::size_t{1} << 20;
 Cache& storage_cache() {
-    static Cache c(false, kStorageCacheMin, 64);
-    return c;
+    static Cache* const c = new Cache(false, kStorageCacheMin, 64);
+    return *c;
 }
 
 // The memory limit: bytes of tensor storage and workspace handed out at once.
