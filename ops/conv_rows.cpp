@@ -190,12 +190,13 @@ struct Side {
     T* at(T* t, std::int64_t ng) const { return nxc ? t + (ng / G) * S * G * C + (ng % G) * C : t + ng * C * S; }
 };
 
-// Positions [p0, p0 + n) of a block as rows of channels, ld apart: d[i·ld + c].
+// Positions [p0, p0 + n) of a block as rows of channels [c0, c1), ld apart: d[i·ld + c - c0].
 template <class T>
-void gather(const Side& s, const T* block, std::int64_t p0, std::int64_t n, T* d, std::int64_t ld) {
-    if (!s.nxc) vec::transpose(block + p0, s.S, s.C, n, d, ld);
+void gather(const Side& s, const T* block, std::int64_t p0, std::int64_t n, T* d, std::int64_t ld, std::int64_t c0,
+            std::int64_t c1) {
+    if (!s.nxc) vec::transpose(block + c0 * s.S + p0, s.S, c1 - c0, n, d, ld);
     else
-        for (std::int64_t i = 0; i < n; ++i) std::copy_n(block + (p0 + i) * s.G * s.C, s.C, d + i * ld);
+        for (std::int64_t i = 0; i < n; ++i) std::copy_n(block + (p0 + i) * s.G * s.C + c0, c1 - c0, d + i * ld);
 }
 
 // The inverse: rows of channels, ld apart, into positions [p0, p0 + n) of a block.
@@ -206,22 +207,24 @@ void scatter(const Side& s, const T* r, std::int64_t ld, std::int64_t p0, std::i
         for (std::int64_t i = 0; i < n; ++i) std::copy_n(r + i * ld, s.C, block + (p0 + i) * s.G * s.C);
 }
 
-// Rows [row0, row1) of the source's (image, group) block into rows of positions, channels
-// innermost, with zeros on the halo: dst[(row·Lp + hl + l)·Cr + c] = source (c, row·Ls + l).
-// NCX: a row of a whole vector or more is transposed into place; shorter rows through `tmp`
-// (a block of rows transposed at once, then its rows copied into place), the transposes'
-// edges being element by element. NXC: position by position.
+// Rows [row0, row1) of the source's (image, group) block, channels [c0, c1) (w of them),
+// into rows of positions, channels innermost, with zeros on the halo:
+// dst[(row·Lp + hl + l)·w + c - c0] = source (c, row·Ls + l). NCX: a row of a whole vector
+// or more is transposed into place; shorter rows through `tmp` (a block of rows transposed at
+// once, then its rows copied into place), the transposes' edges being element by element.
+// NXC: position by position.
 template <class T>
-void copy_source(const Rows& R, const Side& side, const T* block, T* dst, T* tmp, std::int64_t row0, std::int64_t row1) {
-    const std::int64_t Ls = R.src[static_cast<std::size_t>(R.D - 1)];
+void copy_source(const Rows& R, const Side& side, const T* block, T* dst, T* tmp, std::int64_t row0, std::int64_t row1,
+                 std::int64_t c0, std::int64_t c1) {
+    const std::int64_t Ls = R.src[static_cast<std::size_t>(R.D - 1)], w = c1 - c0;
     const bool direct = side.nxc || Ls >= simd_rows::kMaxLanes;
-    if (!direct) gather(side, block, row0 * Ls, (row1 - row0) * Ls, tmp, R.Cr);
+    if (!direct) gather(side, block, row0 * Ls, (row1 - row0) * Ls, tmp, w, c0, c1);
     for (std::int64_t row = row0; row < row1; ++row) {
-        T* d = dst + row * R.Lp * R.Cr;
-        std::fill_n(d, R.hl * R.Cr, T(0));
-        if (direct) gather(side, block, row * Ls, Ls, d + R.hl * R.Cr, R.Cr);
-        else std::copy_n(tmp + (row - row0) * Ls * R.Cr, Ls * R.Cr, d + R.hl * R.Cr);
-        std::fill_n(d + (R.hl + Ls) * R.Cr, (R.Lp - R.hl - Ls) * R.Cr, T(0));
+        T* d = dst + row * R.Lp * w;
+        std::fill_n(d, R.hl * w, T(0));
+        if (direct) gather(side, block, row * Ls, Ls, d + R.hl * w, w, c0, c1);
+        else std::copy_n(tmp + (row - row0) * Ls * w, Ls * w, d + R.hl * w);
+        std::fill_n(d + (R.hl + Ls) * w, (R.Lp - R.hl - Ls) * w, T(0));
     }
 }
 
@@ -277,7 +280,7 @@ void run_rows(const ConvGeometry& g, const Rows& R, const T* src, const T* wp, T
             for (std::int64_t cu = 0; cu < nc * G * sblocks; ++cu) {
                 const std::int64_t ngl = cu / sblocks, b = cu % sblocks;
                 copy_source(R, ss, ss.at(src, n0 * G + ngl), rows.data() + ngl * copy, ob0, b * sb,
-                            std::min(R.src_rows, (b + 1) * sb));
+                            std::min(R.src_rows, (b + 1) * sb), 0, R.Cr);
             }
 #pragma omp for schedule(static)
             for (std::int64_t un = 0; un < nc * G * blocks; ++un) {
@@ -377,48 +380,59 @@ bool rows_weight_grad(const ConvGeometry& g, const T* x, const T* u, T* dw, int 
     const std::int64_t Ld = R.dst[static_cast<std::size_t>(L)], Ls = R.src[static_cast<std::size_t>(L)];
     const std::int64_t copy = R.copy_elems(), ucopy = R.dst_n * R.cp, block = R.Cr * R.cp;
     const std::int64_t chunk = chunk_images(R, N, ucopy, sizeof(T));
-    Buffer<T> rows(chunk * G * copy), urows(chunk * G * ucopy), dwt(G * R.Kn * block);
-    // Per chunk of images: the copies (x in blocks of source rows, u per (image, group)),
-    // then the units: (group, tap) pairs, each one block of the gradient, summed over the
-    // chunk's rows on top of the chunks before: every sum runs over images and rows in order
-    // whatever the chunks and the team, so any team gives the same bits.
-    // With few (group, tap) pairs for the team, each pair's reduction channels are split in
-    // parts (each sum still whole in one unit).
-    const std::int64_t pairs = G * R.Kn;
-    const std::int64_t parts = std::clamp<std::int64_t>((8 * team + pairs - 1) / pairs, 1, std::max<std::int64_t>(1, R.Cr / 8));
-    const std::int64_t units = pairs * parts, sb = rows_per_block(Ls, R.src_rows), sblocks = (R.src_rows + sb - 1) / sb;
-    const std::int64_t ub = std::max<std::int64_t>(kBlockPositions, R.dst_n / std::max(1, team));
-    const std::int64_t ublocks = (R.dst_n + ub - 1) / ub;
-    const int nt = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(team, units)));
-    const std::int64_t tmp = sb * Ls * R.Cr;
+    Buffer<T> rows(chunk * G * copy), dwt(G * R.Kn * block);
+    // The team is a grid: blocks of groups × slices of their reduction channels × members
+    // sharing a slice (each with a share of the block's (group, tap) pairs). Per chunk of
+    // images, a slice's members copy its channels of x into a plane of its own
+    // ([image, group][row][position][slice's channels]), and a block's threads gather its
+    // groups' u (rows of positions, result channels innermost, zeros past Cd): what a thread
+    // reads was written on its own core where the grid allows. (All copies shared by the team:
+    // writing lines the other core had read made the copies 2-3× slower per byte, and the
+    // interleaved channels of one copy shared lines through the prefetchers: dilated_d2 scaled
+    // 1.5× at 2 threads.) Then per pair one block of the gradient, summed over the chunk's rows
+    // on top of the chunks before: every sum runs over images and rows in order whatever the
+    // chunks and the team, so any team gives the same bits.
+    const std::int64_t plane = chunk * G * R.src_rows * R.Lp;  // a plane's elements per channel
+    const std::int64_t sb = rows_per_block(Ls, R.src_rows), sblocks = (R.src_rows + sb - 1) / sb;
+    const std::int64_t cs_max = std::max<std::int64_t>(1, R.Cr / 8);  // slices of at least 8 channels
+    const int nt = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(team, G * R.Kn * cs_max)));
+    Buffer<T> urows(chunk * G * ucopy), tmps(nt * sb * Ls * R.Cr);
     const Side xs{R.nxc, G, R.Cr, R.src_n}, us{R.nxc, G, R.Cd, R.dst_n};
-    Buffer<T> tmps(nt * tmp);
-    std::vector<unsigned char> finite(static_cast<std::size_t>(units), 1);  // per unit: its sums are finite
+    std::vector<unsigned char> finite(static_cast<std::size_t>(nt), 1);  // per thread: its sums are finite
 #pragma omp parallel num_threads(nt)
     {
+        // This thread's place: block blk of gb (groups [g0, g1)), its thread j of tpg; of
+        // those, slice sl of cs (channels [c0, c1)) and member m of P (pairs [q0, q1)).
+        // Threads the grid does not fill only meet the barriers.
+        const std::int64_t tid = omp_get_thread_num(), tn = omp_get_num_threads();
+        const std::int64_t gb = std::min(G, tn), tpg = tn / gb, blk = tid / tpg, j = tid % tpg;
+        const std::int64_t g0 = G * std::min(blk, gb) / gb, g1 = G * std::min(blk + 1, gb) / gb, ng = g1 - g0;
+        const std::int64_t cs = std::min(cs_max, tpg), P = std::max<std::int64_t>(1, std::min(ng * R.Kn, tpg / cs));
+        const bool active = blk < gb && j < cs * P;
+        const std::int64_t sl = j % cs, m = j / cs, c0 = R.Cr * sl / cs, c1 = R.Cr * (sl + 1) / cs, w = c1 - c0;
+        const std::int64_t q0 = g0 * R.Kn + (active ? ng * R.Kn * m / P : 0), q1 = g0 * R.Kn + (active ? ng * R.Kn * (m + 1) / P : 0);
+        const std::int64_t ub = std::max<std::int64_t>(kBlockPositions, R.dst_n / tpg), ublocks = (R.dst_n + ub - 1) / ub;
+        T* const xp = rows.data() + c0 * plane;  // this slice's plane
         std::vector<const T*> in, ur;
         for (std::int64_t n0 = 0; n0 < N; n0 += chunk) {
             const std::int64_t nc = std::min(chunk, N - n0);
-#pragma omp for schedule(static) nowait
-            for (std::int64_t cu = 0; cu < nc * G * sblocks; ++cu) {
-                const std::int64_t ngl = cu / sblocks, b = cu % sblocks;
-                copy_source(R, xs, xs.at(x, n0 * G + ngl), rows.data() + ngl * copy, tmps.data() + omp_get_thread_num() * tmp,
-                            b * sb, std::min(R.src_rows, (b + 1) * sb));
+            for (std::int64_t cu = m; active && cu < nc * ng * sblocks; cu += P) {
+                const std::int64_t ngl = cu / (ng * sblocks) * G + g0 + cu / sblocks % ng, b = cu % sblocks;
+                copy_source(R, xs, xs.at(x, n0 * G + ngl), xp + ngl * R.src_rows * R.Lp * w, tmps.data() + tid * sb * Ls * R.Cr,
+                            b * sb, std::min(R.src_rows, (b + 1) * sb), c0, c1);
             }
-#pragma omp for schedule(static)
-            for (std::int64_t cu = 0; cu < nc * G * ublocks; ++cu) {
-                // u as rows of positions, result channels innermost (zeros past Cd), in blocks of positions.
-                const std::int64_t ngl = cu / ublocks, p0 = cu % ublocks * ub, p1 = std::min(R.dst_n, p0 + ub);
+            for (std::int64_t cu = j; blk < gb && cu < nc * ng * ublocks; cu += tpg) {
+                const std::int64_t ngl = cu / (ng * ublocks) * G + g0 + cu / ublocks % ng;
+                const std::int64_t p0 = cu % ublocks * ub, p1 = std::min(R.dst_n, p0 + ub);
                 T* ud = urows.data() + ngl * ucopy;
-                gather(us, us.at(u, n0 * G + ngl), p0, p1 - p0, ud + p0 * R.cp, R.cp);
+                gather(us, us.at(u, n0 * G + ngl), p0, p1 - p0, ud + p0 * R.cp, R.cp, 0, R.Cd);
                 if (R.cp > R.Cd)
                     for (std::int64_t p = p0; p < p1; ++p) std::fill(ud + p * R.cp + R.Cd, ud + (p + 1) * R.cp, T(0));
             }
-#pragma omp for schedule(static)
-            for (std::int64_t un = 0; un < units; ++un) {
-                const std::int64_t pair = un / parts, part = un % parts, gi = pair / R.Kn, kt = pair % R.Kn;
+#pragma omp barrier
+            for (std::int64_t pair = q0; pair < q1; ++pair) {
+                const std::int64_t gi = pair / R.Kn, kt = pair % R.Kn;
                 const std::int64_t ko = kt / R.KL, off = sp.off[static_cast<std::size_t>(kt % R.KL)];
-                const std::int64_t r0 = R.Cr * part / parts, r1 = R.Cr * (part + 1) / parts;
                 in.clear();
                 ur.clear();
                 for (std::int64_t n = 0; n < nc; ++n)
@@ -426,18 +440,17 @@ bool rows_weight_grad(const ConvGeometry& g, const T* x, const T* u, T* dw, int 
                         const std::int64_t srow = R.source_row(drow, ko);
                         if (srow < 0) continue;
                         const std::int64_t ngl = n * G + gi;
-                        in.push_back(rows.data() + ngl * copy + (srow * R.Lp + off) * R.Cr + r0);
+                        in.push_back(xp + ((ngl * R.src_rows + srow) * R.Lp + off) * w);
                         ur.push_back(urows.data() + ngl * ucopy + drow * Ld * R.cp);
                     }
-                T* d = dwt.data() + pair * block + r0 * R.cp;
-                if (n0 == 0 && in.empty()) std::fill_n(d, (r1 - r0) * R.cp, T(0));
+                T* d = dwt.data() + pair * block + c0 * R.cp;
+                if (n0 == 0 && in.empty()) std::fill_n(d, w * R.cp, T(0));
                 else if (!in.empty())
-                    k.grad({Ld, static_cast<std::int64_t>(in.size()), r1 - r0, R.cp, in.data(), ur.data(), sp.in_step * R.Cr, d,
-                            n0 > 0});
+                    k.grad({Ld, static_cast<std::int64_t>(in.size()), w, R.cp, in.data(), ur.data(), sp.in_step * w, d, n0 > 0});
                 if (n0 + nc == N)
-                    for (std::int64_t r = 0; r < r1 - r0; ++r)
-                        finite[static_cast<std::size_t>(un)] &= vec::all_finite(d + r * R.cp, R.Cd);
+                    for (std::int64_t r = 0; r < w; ++r) finite[static_cast<std::size_t>(tid)] &= vec::all_finite(d + r * R.cp, R.Cd);
             }
+#pragma omp barrier
         }
     }
     // A sum that met an infinity or a NaN: the GEMM path, whose products with the padding's
