@@ -260,10 +260,14 @@ void run_rows(const ConvGeometry& g, const Rows& R, const T* src, const T* wp, T
     // result at once.
     const std::int64_t sb = rows_per_block(Ls, R.src_rows), sblocks = (R.src_rows + sb - 1) / sb;
     const std::int64_t rb = rows_per_block(Ld, R.dst_rows), blocks = (R.dst_rows + rb - 1) / rb;
-    const int nt = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(team, chunk * G * blocks)));
+    // Blocks of one long row (1-D layers, or a few long rows) are split in parts of positions
+    // when a chunk has fewer blocks than the team has threads (a 1-D layer of 2048 positions,
+    // one image per chunk, ran on one thread of two).
+    const std::int64_t parts = rb == 1 ? std::clamp<std::int64_t>(ceil_div(team, chunk * G * blocks), 1, std::max<std::int64_t>(1, Ld / 16)) : 1;
+    const int nt = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(team, chunk * G * blocks * parts)));
     const std::int64_t per_thread = std::max(rb * Ld * R.cp, sb * Ls * R.Cr);
     Buffer<T> out_rows(nt * per_thread);
-    const std::int64_t Ko = R.Ko, ostep = (R.transposed ? g.stride[static_cast<std::size_t>(L)] : 1) * R.cp;
+    const std::int64_t Ko = R.Ko, os = R.transposed ? g.stride[static_cast<std::size_t>(L)] : 1, ostep = os * R.cp;
     const Side ss{R.nxc, G, R.Cr, R.src_n}, ds{R.nxc, G, R.Cd, R.dst_n};
 #pragma omp parallel num_threads(nt)
     {
@@ -283,9 +287,10 @@ void run_rows(const ConvGeometry& g, const Rows& R, const T* src, const T* wp, T
                             std::min(R.src_rows, (b + 1) * sb), 0, R.Cr);
             }
 #pragma omp for schedule(static)
-            for (std::int64_t un = 0; un < nc * G * blocks; ++un) {
-                const std::int64_t ngl = un / blocks, ng = n0 * G + ngl, row0 = un % blocks * rb;
+            for (std::int64_t un = 0; un < nc * G * blocks * parts; ++un) {
+                const std::int64_t part = un % parts, ngl = un / parts / blocks, ng = n0 * G + ngl, row0 = un / parts % blocks * rb;
                 const std::int64_t row1 = std::min(R.dst_rows, row0 + rb), gi = ng % G;
+                const std::int64_t p0 = Ld * part / parts, p1 = Ld * (part + 1) / parts;  // the part's positions
                 for (std::int64_t drow = row0; drow < row1; ++drow) {
                     T* const ob = ob0 + (drow - row0) * Ld * R.cp;
                     std::int64_t nto = 0;
@@ -298,20 +303,25 @@ void run_rows(const ConvGeometry& g, const Rows& R, const T* src, const T* wp, T
                     const T* rimg = rows.data() + ngl * copy;
                     const T* wg = wp + gi * R.Kn * R.Cr * R.cp;
                     for (const Rows::SpanDef& sp : R.spans) {
+                        // The span's results in [p0, p1): j0 <= j < j1 (result first + j · step).
+                        const std::int64_t j0 = std::clamp<std::int64_t>(ceil_div(p0 - sp.first, os), 0, sp.count);
+                        const std::int64_t j1 = std::clamp<std::int64_t>(ceil_div(p1 - sp.first, os), 0, sp.count);
+                        if (j1 <= j0) continue;
                         std::int64_t ntaps = 0;
                         if (!sp.off.empty())
                             for (std::int64_t o = 0; o < nto; ++o)
                                 for (std::int64_t kl = 0; kl < R.KL; ++kl) {
                                     const std::int64_t off = sp.off[static_cast<std::size_t>(kl)];
                                     if (off == Rows::kNoTap) continue;
-                                    in[ntaps] = rimg + (orow[o] * R.Lp + off) * R.Cr;
+                                    in[ntaps] = rimg + (orow[o] * R.Lp + off + j0 * sp.in_step) * R.Cr;
                                     wt[ntaps++] = wg + (otap[o] * R.KL + kl) * R.Cr * R.cp;
                                 }
-                        k.span({sp.count, ntaps, R.Cr, R.cp, in, wt, sp.in_step * R.Cr, ob + sp.first * R.cp, ostep});
+                        k.span({j1 - j0, ntaps, R.Cr, R.cp, in, wt, sp.in_step * R.Cr, ob + sp.first * R.cp + j0 * ostep, ostep});
                     }
                 }
                 // The block's rows into the result.
-                scatter(ds, ob0, R.cp, row0 * Ld, (row1 - row0) * Ld, ds.at(dst, ng));
+                if (parts == 1) scatter(ds, ob0, R.cp, row0 * Ld, (row1 - row0) * Ld, ds.at(dst, ng));
+                else scatter(ds, ob0 + p0 * R.cp, R.cp, row0 * Ld + p0, p1 - p0, ds.at(dst, ng));
             }
         }
     }

@@ -333,6 +333,35 @@ TEST_CASE("the weight gradient's partial sums over tiles: any team gives one thr
     }
 }
 
+// The channel rows split a chunk's long rows in parts of positions when it has fewer rows
+// than the team has threads (here one 1-D image of 150 → 300 positions; parts at 2 and 3
+// threads, in the stride's phases for the transposed kernel), and the weight gradient puts
+// its team on a grid of groups × channel slices × taps: every team gives one thread's bits,
+// and the values are the reference's.
+TEST_CASE("channel rows: parts of long rows and the weight gradient's grid give one thread's bits", "[kernels][threads][rows]") {
+    const TeamGuard restore;
+    const SmallConvGuard rows(SmallConv::Rows);
+    std::mt19937_64 rng(717);
+    for (const ConvConfig& c : {ConvConfig{"rows 1d long", 1, 1, 20, 24, {{150, 4, 2, 1, 1, 1}}},
+                                ConvConfig{"rows 2d groups2", 2, 2, 24, 16, {{9, 3, 2, 1, 1, 1, 1}, {6, 3, 1, 1, 1, 1}}}})
+        for (Layout layout : {Layout::NCX, Layout::NXC}) {
+            const ConvGeometry g = transposed_geometry(c, layout);
+            const Tensor x = random_tensor(g.in_shape(), rng).to(DType::f32), u = random_tensor(g.out_shape(), rng).to(DType::f32),
+                         W = random_tensor(g.weight_shape(), rng).to(DType::f32);
+            INFO(describe(c, layout, DType::f32));
+            for (const auto& f : std::vector<std::function<Tensor()>>{[&] { return conv_forward(x, W, g); },
+                                                                      [&] { return conv_transposed(u, W, g); },
+                                                                      [&] { return conv_weight_grad(x, u, g); }}) {
+                const std::vector<std::vector<double>> runs = at_1_2_3_threads(f);
+                CHECK(runs[1] == runs[0]);
+                CHECK(runs[2] == runs[0]);
+            }
+            set_num_threads(2);
+            force_thread_teams(true);
+            check_against_reference(g, DType::f32, rng, describe(c, layout, DType::f32) + " rows at 2 threads");
+        }
+}
+
 // A transposed convolution whose weight does not fit beside a tile in L2 (576 KiB here) is
 // split between threads by output channels, each with its rows of the weight; tiles of
 // whole images, two images each at 2 threads (u staged): one thread's bits, and the
