@@ -65,7 +65,9 @@ bool small_fits(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, Tr
 
 // The rule for the channel-row kernels: NCX and NXC calls (the weight gradient's result
 // channels are the forward call's) with at least kRowsMinChannels channels per group a side;
-// at most kRowsMaxResult result channels (more and the GEMM's blocking wins), padded to whole
+// at most kRowsMaxResult result channels (more and the GEMM's blocking wins; the weight
+// gradient kRowsMaxGradResult: 128 result channels won on every layer measured, 0.67-0.90 of
+// the GEMM path's time at 1 and 2 threads, while 1-D forward layers lost), padded to whole
 // vectors of the active instruction set with at most a quarter of them padding; one tap's
 // weight block (reduction channels × padded result channels) within kRowsTapBytes, an L1's
 // share (larger blocks stream from L2 for every register tile). Measured against both other
@@ -78,7 +80,8 @@ bool rows_fits(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, Tra
     const bool tr = kind == ConvKind::Transposed;
     const std::int64_t Cr = tr ? g.Og : g.Ig, Cd = tr ? g.Ig : g.Og;
     const std::int64_t cp = rows_padded_channels(Cd, elem_bytes);
-    return std::min(Cr, Cd) >= kRowsMinChannels && Cd <= kRowsMaxResult && 4 * Cd > 3 * cp &&
+    const std::int64_t max_result = kind == ConvKind::WeightGrad ? kRowsMaxGradResult : kRowsMaxResult;
+    return std::min(Cr, Cd) >= kRowsMinChannels && Cd <= max_result && 4 * Cd > 3 * cp &&
            Cr * cp * static_cast<std::int64_t>(elem_bytes) <= kRowsTapBytes;
 }
 

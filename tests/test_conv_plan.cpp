@@ -234,10 +234,13 @@ TEST_CASE("conv plan: the channel-row rule", "[conv_plan]") {
     }
     // dcgan_g3 (128 -> 64 transposed): the transposed call sums 128 channels into 64 (a block
     // of 128·64 floats, 32 KiB: in); the forward one 64 into 128 result channels (past
-    // kRowsMaxResult: the GEMM path). In f64 the transposed block is 64 KiB: out.
+    // kRowsMaxResult: the GEMM path), the weight gradient too but within kRowsMaxGradResult
+    // (64 · 128 floats, 32 KiB: in). In f64 the transposed block is 64 KiB: out.
     const ConvGeometry g3 = conv2d(16, 64, 128, 32, 4);
     CHECK(plan(ConvKind::Transposed, g3).strategy == ConvStrategy::Rows);
     CHECK(plan(ConvKind::Forward, g3).strategy != ConvStrategy::Rows);
+    CHECK(plan(ConvKind::WeightGrad, g3).strategy == ConvStrategy::Rows);
+    CHECK(plan(ConvKind::WeightGrad, conv2d(16, 80, 128, 32, 4)).strategy != ConvStrategy::Rows);  // 80 · 128 floats: 40 KiB
     CHECK(plan(ConvKind::Transposed, g3, SmallConv::Auto, 8).strategy != ConvStrategy::Rows);
     // The autoencoder's second layer (16 -> 32, 3x3 stride 2): forward and transposed keep the
     // small-channel kernels (16 channels a side); its weight gradient, past their limit
