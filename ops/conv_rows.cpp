@@ -208,23 +208,24 @@ void scatter(const Side& s, const T* r, std::int64_t ld, std::int64_t p0, std::i
 }
 
 // Rows [row0, row1) of the source's (image, group) block, channels [c0, c1) (w of them),
-// into rows of positions, channels innermost, with zeros on the halo:
+// positions [l0, l1) of each, into rows of positions, channels innermost, with zeros on the
+// halo (the left one with l0 = 0, the right one with l1 = Ls):
 // dst[(row·Lp + hl + l)·w + c - c0] = source (c, row·Ls + l). NCX: a row of a whole vector
-// or more is transposed into place; shorter rows through `tmp` (a block of rows transposed at
-// once, then its rows copied into place), the transposes' edges being element by element.
-// NXC: position by position.
+// or more is transposed into place; shorter rows (whole only) through `tmp` (a block of rows
+// transposed at once, then its rows copied into place), the transposes' edges being element
+// by element. NXC: position by position.
 template <class T>
 void copy_source(const Rows& R, const Side& side, const T* block, T* dst, T* tmp, std::int64_t row0, std::int64_t row1,
-                 std::int64_t c0, std::int64_t c1) {
+                 std::int64_t c0, std::int64_t c1, std::int64_t l0, std::int64_t l1) {
     const std::int64_t Ls = R.src[static_cast<std::size_t>(R.D - 1)], w = c1 - c0;
     const bool direct = side.nxc || Ls >= simd_rows::kMaxLanes;
     if (!direct) gather(side, block, row0 * Ls, (row1 - row0) * Ls, tmp, w, c0, c1);
     for (std::int64_t row = row0; row < row1; ++row) {
         T* d = dst + row * R.Lp * w;
-        std::fill_n(d, R.hl * w, T(0));
-        if (direct) gather(side, block, row * Ls, Ls, d + R.hl * w, w, c0, c1);
+        if (l0 == 0) std::fill_n(d, R.hl * w, T(0));
+        if (direct) gather(side, block, row * Ls + l0, l1 - l0, d + (R.hl + l0) * w, w, c0, c1);
         else std::copy_n(tmp + (row - row0) * Ls * w, Ls * w, d + R.hl * w);
-        std::fill_n(d + (R.hl + Ls) * w, (R.Lp - R.hl - Ls) * w, T(0));
+        if (l1 == Ls) std::fill_n(d + (R.hl + Ls) * w, (R.Lp - R.hl - Ls) * w, T(0));
     }
 }
 
@@ -261,9 +262,13 @@ void run_rows(const ConvGeometry& g, const Rows& R, const T* src, const T* wp, T
     const std::int64_t sb = rows_per_block(Ls, R.src_rows), sblocks = (R.src_rows + sb - 1) / sb;
     const std::int64_t rb = rows_per_block(Ld, R.dst_rows), blocks = (R.dst_rows + rb - 1) / rb;
     // Blocks of one long row (1-D layers, or a few long rows) are split in parts of positions
-    // when a chunk has fewer blocks than the team has threads (a 1-D layer of 2048 positions,
-    // one image per chunk, ran on one thread of two).
-    const std::int64_t parts = rb == 1 ? std::clamp<std::int64_t>(ceil_div(team, chunk * G * blocks), 1, std::max<std::int64_t>(1, Ld / 16)) : 1;
+    // when a chunk has fewer blocks than the team has threads, the copies' and the results'
+    // (a 1-D layer of 2048 positions, one image per chunk, ran on one thread of two).
+    const auto parts_of = [&](std::int64_t rows_per, std::int64_t nblocks, std::int64_t len) -> std::int64_t {
+        if (rows_per > 1 || len < simd_rows::kMaxLanes) return 1;
+        return std::clamp<std::int64_t>(ceil_div(team, chunk * G * nblocks), 1, std::max<std::int64_t>(1, len / 16));
+    };
+    const std::int64_t sparts = parts_of(sb, sblocks, Ls), parts = parts_of(rb, blocks, Ld);
     const int nt = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(team, chunk * G * blocks * parts)));
     const std::int64_t per_thread = std::max(rb * Ld * R.cp, sb * Ls * R.Cr);
     Buffer<T> out_rows(nt * per_thread);
@@ -281,10 +286,10 @@ void run_rows(const ConvGeometry& g, const Rows& R, const T* src, const T* wp, T
         for (std::int64_t n0 = 0; n0 < N; n0 += chunk) {
             const std::int64_t nc = std::min(chunk, N - n0);
 #pragma omp for schedule(static)
-            for (std::int64_t cu = 0; cu < nc * G * sblocks; ++cu) {
-                const std::int64_t ngl = cu / sblocks, b = cu % sblocks;
+            for (std::int64_t cu = 0; cu < nc * G * sblocks * sparts; ++cu) {
+                const std::int64_t lp = cu % sparts, ngl = cu / sparts / sblocks, b = cu / sparts % sblocks;
                 copy_source(R, ss, ss.at(src, n0 * G + ngl), rows.data() + ngl * copy, ob0, b * sb,
-                            std::min(R.src_rows, (b + 1) * sb), 0, R.Cr);
+                            std::min(R.src_rows, (b + 1) * sb), 0, R.Cr, Ls * lp / sparts, Ls * (lp + 1) / sparts);
             }
 #pragma omp for schedule(static)
             for (std::int64_t un = 0; un < nc * G * blocks * parts; ++un) {
@@ -429,7 +434,7 @@ bool rows_weight_grad(const ConvGeometry& g, const T* x, const T* u, T* dw, int 
             for (std::int64_t cu = m; active && cu < nc * ng * sblocks; cu += P) {
                 const std::int64_t ngl = cu / (ng * sblocks) * G + g0 + cu / sblocks % ng, b = cu % sblocks;
                 copy_source(R, xs, xs.at(x, n0 * G + ngl), xp + ngl * R.src_rows * R.Lp * w, tmps.data() + tid * sb * Ls * R.Cr,
-                            b * sb, std::min(R.src_rows, (b + 1) * sb), c0, c1);
+                            b * sb, std::min(R.src_rows, (b + 1) * sb), c0, c1, 0, Ls);
             }
             for (std::int64_t cu = j; blk < gb && cu < nc * ng * ublocks; cu += tpg) {
                 const std::int64_t ngl = cu / (ng * ublocks) * G + g0 + cu / ublocks % ng;

@@ -334,8 +334,9 @@ TEST_CASE("the weight gradient's partial sums over tiles: any team gives one thr
 }
 
 // The channel rows split a chunk's long rows in parts of positions when it has fewer rows
-// than the team has threads (here one 1-D image of 150 → 300 positions; parts at 2 and 3
-// threads, in the stride's phases for the transposed kernel), and the weight gradient puts
+// than the team has threads, the source's copies and the results (here one 1-D image of
+// 150 → 300 positions; parts at 2 and 3 threads, in the stride's phases for the transposed
+// kernel; it fails with a part's copy taken from the row's start), and the weight gradient puts
 // its team on a grid of groups × channel slices × taps: every team gives one thread's bits,
 // and the values are the reference's.
 TEST_CASE("channel rows: parts of long rows and the weight gradient's grid give one thread's bits", "[kernels][threads][rows]") {
