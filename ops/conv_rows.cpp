@@ -263,10 +263,13 @@ void run_rows(const ConvGeometry& g, const Rows& R, const T* src, const T* wp, T
     const std::int64_t rb = rows_per_block(Ld, R.dst_rows), blocks = (R.dst_rows + rb - 1) / rb;
     // Blocks of one long row (1-D layers, or a few long rows) are split in parts of positions
     // when a chunk has fewer blocks than the team has threads, the copies' and the results'
-    // (a 1-D layer of 2048 positions, one image per chunk, ran on one thread of two).
+    // (a 1-D layer of 2048 positions, one image per chunk, ran on one thread of two). A part
+    // has at least kMaxLanes positions, so a row shorter than a vector (copied whole through
+    // `tmp`) is never split.
     const auto parts_of = [&](std::int64_t rows_per, std::int64_t nblocks, std::int64_t len) -> std::int64_t {
-        if (rows_per > 1 || len < simd_rows::kMaxLanes) return 1;
-        return std::clamp<std::int64_t>(ceil_div(team, chunk * G * nblocks), 1, std::max<std::int64_t>(1, len / 16));
+        if (rows_per > 1) return 1;
+        return std::clamp<std::int64_t>(ceil_div(team, chunk * G * nblocks), 1,
+                                        std::max<std::int64_t>(1, len / simd_rows::kMaxLanes));
     };
     const std::int64_t sparts = parts_of(sb, sblocks, Ls), parts = parts_of(rb, blocks, Ld);
     const int nt = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(team, chunk * G * blocks * parts)));

@@ -426,9 +426,9 @@ namespace {
 // A family of direct kernels forced on (`path`): every row of the conv table and `extra` in
 // the first of `layouts` (`extra` alone in the others: the table's rows run in every layout
 // through the generic tests), forward and transposed, in f32 and f64, at every instruction
-// set, against the reference (made once for all of them); on the rows that are not depthwise (first layout) the plan
-// names `strategy` for each of `kinds`, and the
-// comparison is tight enough to see one product missing (a planted error: the reference
+// set, against the reference (made once for all of them); on the rows that are not depthwise
+// (first layout) the plan names `strategy` for each of `kinds`, and the comparison is tight
+// enough to see one product missing (a planted error: the reference
 // without one weight element, and for the weight gradient without one o-side element).
 void check_direct_kernels(SmallConv path, ConvStrategy strategy, const std::vector<ConvKind>& kinds,
                           const std::vector<ConvConfig>& extra, std::uint64_t seed, const std::vector<Layout>& layouts) {

@@ -1,13 +1,13 @@
 // Direct kernels for layers with tens of channels per group, the channels as the vector.
 //
-// The operand a result is summed from (forward and weight gradient: x, i-side; transposed:
-// u, o-side) is copied per chunk of images into rows of the last spatial axis, channels innermost (a position's
-// reduction channels contiguous), with zeros for the last axis' padding taps; the weight
-// into one [reduction channel][result channel] block per tap, result channels padded to a
-// whole vector. A result row (all outer coordinates fixed) is then a few spans of results
-// along the last axis, each a sum over its taps and reduction channels of one broadcast
-// input element times a vector of weights (tapegrad/ops/conv_rows_kernels.hpp): no column
-// buffer, no scatter-add. Per axis, with stride s, dilation d and pad pb:
+// The operand a result is summed from (forward and weight gradient: x, i-side; transposed: u,
+// o-side) is copied per chunk of images into rows of the last spatial axis, channels innermost
+// (a position's reduction channels contiguous), with zeros for the last axis' padding taps; the
+// weight into one [reduction channel][result channel] block per tap, result channels padded to a
+// whole vector. A result row (all outer coordinates fixed) is then a few spans of results along
+// the last axis, each a sum over its taps and reduction channels of one broadcast input element
+// times a vector of weights (tapegrad/ops/conv_rows_kernels.hpp): no column buffer, no
+// scatter-add. Per axis, with stride s, dilation d and pad pb:
 //   forward:     y at q reads x at q·s − pb + k·d, every tap k; one span per row, inputs
 //                s positions apart.
 //   transposed:  r at q reads u at (q + pb − k·d)/s where that divides; the results of a
