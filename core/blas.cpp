@@ -9,6 +9,7 @@
 #include <climits>
 #include <cstring>
 #include <cstdlib>
+#include <numeric>
 #include <thread>
 #include <type_traits>
 
@@ -171,6 +172,62 @@ void gemm_from(const PackedA<T>& a, std::int64_t N, T alpha, const PanelSource<T
     }
     gemm_from<T>(a.trans_, a.M_, N, a.K_, alpha, a.A_, a.lda_, b, beta, C, ldc);
 }
+
+namespace {
+// gemm_block_rows on a GEMM whose A micro-panels have `mr` rows (0: a GEMM that does not block).
+std::int64_t block_rows(std::int64_t M, std::int64_t unit, std::int64_t N, std::size_t elem_bytes, int mr) {
+    if (mr == 0) return M;
+    const std::int64_t step = std::lcm(unit, static_cast<std::int64_t>(mr));  // whole units, whole micro-panels
+    const std::int64_t want = (std::int64_t{128} << 10) / static_cast<std::int64_t>(elem_bytes * std::max<std::int64_t>(N, 1));
+    return std::min(M, std::max<std::int64_t>(1, want / step) * step);
+}
+}  // namespace
+
+std::int64_t gemm_block_rows(std::int64_t M, std::int64_t unit, std::int64_t N, std::size_t elem_bytes) {
+    if (unit < 1) fail("unit", "gemm_block_rows: unit ", unit, " is not positive");
+    const simd_gemm::Kernels* k = elem_bytes == sizeof(float) ? own_sgemm() : nullptr;
+    return block_rows(M, unit, N, elem_bytes, k ? k->mr : 0);
+}
+
+template <class T>
+void gemm_row_blocks(const PackedA<T>& a, std::int64_t unit, std::int64_t N, const T* B, std::int64_t ldb, T* C,
+                     std::int64_t ldc, void (*done)(const void*, std::int64_t, std::int64_t), const void* ctx) {
+    if (unit < 1 || a.M_ % unit != 0)
+        fail("unit", "gemm_row_blocks: unit ", unit, " does not divide the ", a.M_, " rows of A");
+    if (a.M_ == 0 || N == 0) return;
+    if constexpr (std::is_same_v<T, float>) {
+        if (const simd_gemm::Kernels* k = a.kernels_) {
+            const std::int64_t rows = block_rows(a.M_, unit, N, sizeof(float), k->mr);
+            if (rows >= a.M_) {  // one block: the plain GEMM, which packs B a panel at a time for a short A
+                gemm<T>(a, false, N, T(1), B, ldb, T(0), C, ldc);
+                done(ctx, 0, a.M_);
+                return;
+            }
+            Buffer<float> bp(k->packed_b_size(a.K_, N));
+            k->pack_b(false, a.K_, N, B, ldb, bp.data());
+            const std::int64_t Mpad = (a.M_ + k->mr - 1) / k->mr * k->mr;
+            for (std::int64_t r0 = 0; r0 < a.M_; r0 += rows) {
+                const std::int64_t r1 = std::min(a.M_, r0 + rows);
+                k->sgemm_packed(Mpad, r0, r1 - r0, N, a.K_, a.packed_.data(), bp.data(), C, ldc);
+                done(ctx, r0, r1);
+            }
+            return;
+        }
+    }
+    // A kept as it is (f64, OpenBLAS, an empty reduction): its rows in blocks of the size promised.
+    const std::int64_t rows = gemm_block_rows(a.M_, unit, N, sizeof(T));
+    for (std::int64_t r0 = 0; r0 < a.M_; r0 += rows) {
+        const std::int64_t r1 = std::min(a.M_, r0 + rows);
+        gemm<T>(a.trans_, false, r1 - r0, N, a.K_, T(1), a.trans_ ? a.A_ + r0 : a.A_ + r0 * a.lda_, a.lda_, B, ldb, T(0), C,
+                ldc);
+        done(ctx, r0, r1);
+    }
+}
+
+template void gemm_row_blocks<float>(const PackedA<float>&, std::int64_t, std::int64_t, const float*, std::int64_t, float*,
+                                     std::int64_t, void (*)(const void*, std::int64_t, std::int64_t), const void*);
+template void gemm_row_blocks<double>(const PackedA<double>&, std::int64_t, std::int64_t, const double*, std::int64_t,
+                                      double*, std::int64_t, void (*)(const void*, std::int64_t, std::int64_t), const void*);
 
 template void gemm<float>(const PackedA<float>&, bool, std::int64_t, float, const float*, std::int64_t, float, float*,
                           std::int64_t);

@@ -90,6 +90,19 @@ struct Step {
     T w_beta;       // the weight gradient: 1 adds into wm, 0 writes it (a tile's own partial sum)
 };
 
+// The NCX transposed GEMM col = Wm_gᵀ · u_g and its col2im, for the channels i0, .. whose
+// rows `a` holds (u_g [Og × cols], ld ldu): the GEMM makes a block of channels' rows at a
+// time (gemm_block_rows: the plan sized col for one) and col2im adds each block in while it
+// is in cache.
+template <class T>
+void transposed_col2im(const Step<T>& s, const PackedA<T>& a, const ColTile& tile, std::int64_t grp, std::int64_t i0,
+                       const T* u, std::int64_t ldu, T* col) {
+    const std::int64_t Kn = s.g.kernel_numel(), C = tile.cols();
+    gemm_row_blocks<T>(a, Kn, C, u, ldu, col, C, [&](std::int64_t r0, std::int64_t r1) {
+        col2im(s.g, col, tile, grp, 0, tile.nb, i0 + r0 / Kn, i0 + r1 / Kn, s.x);
+    });
+}
+
 // One group of one tile, run by thread `t` of a team of `nt` threads. Threads split the
 // GEMM's columns (positions) for im2col and the GEMM, then, after a barrier, the output:
 // images and channels for col2im, weight columns for the weight gradient. No two threads
@@ -140,6 +153,10 @@ void group_step(const Step<T>& s, const ColTile& tile, std::int64_t grp, T* col,
             }
             break;
         case ConvKind::Transposed: {
+            if (!nxc && nt == 1) {
+                transposed_col2im(s, (*s.packed)[static_cast<std::size_t>(grp)], tile, grp, 0, om, ldo, col);
+                break;
+            }
             if (!nxc)  // col[R × c] = Wm_gᵀ[R × Og] · u_g[Og × c]
                 gemm<T>((*s.packed)[static_cast<std::size_t>(grp)], false, c1 - c0, T(1), om + c0, ldo, T(0), col + c0, C);
             else  // col[c × R] = u_g[c × Og] · Wk_g[Og × R]
@@ -177,21 +194,19 @@ void group_step(const Step<T>& s, const ColTile& tile, std::int64_t grp, T* col,
     }
 }
 
-// The NCX transposed kernel on channels [i0, i1) of group `grp` over a tile: the GEMM makes
-// only those channels' rows of col (`a` is Wm_gᵀ's rows for them, packed by the caller;
+// The NCX transposed kernel on the channels i0, .. of group `grp` whose rows of Wm_gᵀ `a`
+// holds (packed by the caller), over a tile: the GEMM makes only those channels' rows of col (
 // u staged in `stage` when the tile spans several images), and col2im adds them into those
 // channels. Threads that take disjoint channel ranges share nothing, not even a barrier.
 template <class T>
 void transposed_channels(const Step<T>& s, const PackedA<T>& a, const ColTile& tile, std::int64_t grp, std::int64_t i0,
-                         std::int64_t i1, T* col, T* stage) {
-    const std::int64_t C = tile.cols();
+                         T* col, T* stage) {
     if (tile.nb > 1) {  // u_g of several images, staged as one [Og × C] matrix
         s.os.gather(s.o, tile, grp, stage, 0, s.g.Og);
-        gemm<T>(a, false, C, T(1), stage, C, T(0), col, C);
+        transposed_col2im(s, a, tile, grp, i0, stage, tile.cols(), col);
     } else {
-        gemm<T>(a, false, C, T(1), s.os.ncx(s.o, tile, grp), s.os.P, T(0), col, C);
+        transposed_col2im(s, a, tile, grp, i0, s.os.ncx(s.o, tile, grp), s.os.P, col);
     }
-    col2im(s.g, col, tile, grp, 0, tile.nb, i0, i1, s.x);
 }
 
 // A plan's operands and buffers: the executors below differ only in who takes which
@@ -289,7 +304,7 @@ void run_by_channels(Exec<T>& e) {  // col is [R × widest tile], split by rows
         for (std::int64_t grp = 0; grp < g.G; ++grp) mine.emplace_back(true, (i1 - i0) * Kn, Og, e.w + grp * Og * R + i0 * Kn, R);
         for (const ColTile& tile : e.p.tiles)
             for (std::int64_t grp = 0; grp < g.G; ++grp)
-                transposed_channels(s, mine[static_cast<std::size_t>(grp)], tile, grp, i0, i1, e.col.data() + i0 * Kn * width,
+                transposed_channels(s, mine[static_cast<std::size_t>(grp)], tile, grp, i0, e.col.data() + i0 * Kn * width,
                                     e.stage_of(id));
     }
 }

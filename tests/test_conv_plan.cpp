@@ -7,6 +7,8 @@
 #include <set>
 
 #include "conv_table.hpp"
+#include "isas.hpp"
+#include "tapegrad/core/simd.hpp"
 #include "tapegrad/ops/conv_plan.hpp"
 
 using namespace tg;
@@ -118,6 +120,28 @@ TEST_CASE("conv plan: a transposed layer of one large image worked out by hand",
                                   SmallConv::Never);
     CHECK(p2.strategy == ConvStrategy::Images);
     CHECK(p2.buffers == 2);
+
+    // At 1 thread the GEMM makes col a block of rows at a time (gemm_row_blocks), so a column
+    // costs only its staged u and u's packing, counted at half the tile's bytes: 4 · 64 · 4 =
+    // 1024 bytes, 1024 columns, 4 tiles of 1024 positions. col holds one block: whole channels
+    // (9 rows) and whole micro-panels (MR = 12 at AVX-512, 6 at AVX2) under 128 KiB / (4 ·
+    // 1024) = 32 rows, at least lcm(9, MR) = 36 at AVX-512, 18 at AVX2. OpenBLAS (no AVX2)
+    // makes col whole: the 11 chunks above.
+    const IsaGuard restore;
+    for (simd::Isa isa : tested_isas()) {
+        simd::force(isa);
+        INFO(simd::isa_name(isa));
+        const ConvPlan p1 = plan_conv(ConvKind::Transposed, g, 1, kDefaultBudget, 4, TransposedAlgo::Auto, SmallConv::Never);
+        CHECK(p1.strategy == ConvStrategy::Serial);
+        if (isa == simd::Isa::scalar) {
+            CHECK(p1.tiles.size() == 11);
+            CHECK(p1.col_elems == 576 * 373);
+            continue;
+        }
+        REQUIRE(p1.tiles.size() == 4);
+        for (std::size_t t = 0; t < 4; ++t) CHECK((p1.tiles[t].p0 == 1024 * static_cast<std::int64_t>(t) && p1.tiles[t].p1 == p1.tiles[t].p0 + 1024));
+        CHECK(p1.col_elems == (isa == simd::Isa::avx512 ? 36 : 18) * 1024);
+    }
 }
 
 TEST_CASE("conv plan: the direct strategies", "[conv_plan]") {

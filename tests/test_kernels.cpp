@@ -514,6 +514,50 @@ TEST_CASE("the channel-row kernels match the reference at every instruction set,
 // channel-row weight gradient's u), they hand the call to the GEMM
 // path: the results are that path's, bit for bit. The channel-row forward kernel forms the
 // im2col path's products in another order: NaN where it gives NaN, the same infinities.
+// The NCX transposed GEMM made and col2im'd a block of rows at a time (gemm_row_blocks): rows
+// of whole channels that the GEMM's micro-panels do not divide (∏K = 9, 16, 27, 1 against
+// MR = 6 and 12), a tile of one image read in place and tiles of several images staged, and
+// groups. The plan must give each call blocks of fewer rows than col has at f32 (else this
+// tests the whole-col path); f64 runs whole on OpenBLAS. A weight element of the last result
+// channel (the last block) left out must be seen.
+TEST_CASE("the transposed GEMM in blocks of rows matches the reference at every instruction set, and a planted error is caught",
+          "[kernels][simd]") {
+    const tg::testing::IsaGuard restore;
+    const SmallConvGuard gemm_path(SmallConv::Never);
+    const std::vector<ConvConfig> rows = {
+        {"2d 3x3 one image", 1, 1, 12, 6, {{24, 3, 1, 1, 1, 1}, {24, 3, 1, 1, 1, 1}}},
+        {"2d k4 s2 batch 6", 6, 1, 10, 8, {{8, 4, 2, 1, 1, 1}, {8, 4, 2, 1, 1, 1}}},
+        {"3d groups 2", 2, 2, 5, 3, {{5, 3, 1, 1, 1, 1}, {5, 3, 1, 1, 1, 1}, {5, 3, 1, 1, 1, 1}}},
+        {"1d 1x1 long", 2, 1, 30, 4, {{2000, 1}}},
+    };
+    std::mt19937_64 rng(3131);
+    const std::vector<simd::Isa> isas = tg::testing::tested_isas();
+    for (const ConvConfig& c : rows) {
+        const ConvGeometry g = transposed_geometry(c);
+        for (simd::Isa isa : isas) {
+            simd::force(isa);
+            const ConvPlan p = plan_conv(ConvKind::Transposed, g, 1, workspace_budget(), 4, TransposedAlgo::Auto, SmallConv::Never);
+            std::int64_t widest = 0;
+            for (const ColTile& t : p.tiles) widest = std::max(widest, t.cols());
+            INFO(c.name << " at " << simd::isa_name(isa) << ": col " << p.col_elems << " of " << g.R() << " x " << widest);
+            if (isa != simd::Isa::scalar) CHECK(p.col_elems < g.R() * widest);
+        }
+        for (DType dt : {DType::f32, DType::f64})
+            check_against_reference(g, dt, rng, describe(c, Layout::NCX, dt), isas);
+        const Tensor u = random_tensor(g.out_shape(), rng), W = random_tensor(g.weight_shape(), rng);
+        std::vector<double> wv = W.values();
+        wv.back() = 0;  // the last tap of the last result channel, from the last o-side channel
+        const Tensor Wp = Tensor::from(W.shape(), wv, DType::f64);
+        for (simd::Isa isa : isas) {
+            simd::force(isa);
+            INFO(c.name << " at " << simd::isa_name(isa) << ": a planted error");
+            CHECK(out_of_tolerance(conv_transposed(u.to(DType::f32), W.to(DType::f32), g).to(DType::f64),
+                                   reference::conv_transposed(u, Wp, g), reference::conv_transposed(abs_tensor(u), abs_tensor(W), g),
+                                   factor_for(DType::f32, g)) > 0);
+        }
+    }
+}
+
 TEST_CASE("the direct kernels give the GEMM path's results on non-finite operands", "[kernels][small][rows]") {
     std::mt19937_64 rng(1313);
     const ConvConfig c{"2d stride2 pad1 op", 2, 1, 5, 6, {{6, 3, 2, 1, 1, 1, 1}, {5, 3, 2, 1, 1, 1, 1}}};

@@ -89,6 +89,66 @@ TEST_CASE("f32 GEMM matches the f64 product at every instruction set", "[simd][g
     simd::force(before);
 }
 
+// gemm_row_blocks: blocks in order that cover A's rows in whole units, each at most
+// gemm_block_rows rows, every block's rows of C the f64 product's when done() sees them;
+// a unit that does not divide A's rows is refused by name.
+TEST_CASE("the GEMM in blocks of rows hands over each block in order, exact, at every instruction set", "[simd][gemm]") {
+    const testing::IsaGuard guard;
+    std::mt19937_64 rng(17);
+    std::uniform_real_distribution<float> u(-1.f, 1.f);
+    struct RowCase {
+        std::int64_t M, N, K, unit;
+        bool trans, blocked;  // blocked: more than one block on tapegrad's own GEMM
+    };
+    // Units of 1, 9, 16, 27 rows against MR = 6 / 12; K over one and several KC blocks; N past NR.
+    const std::vector<RowCase> cases = {{108, 576, 6, 9, true, true},   {160, 384, 8, 16, true, true},
+                                        {270, 250, 300, 27, false, true}, {30, 2000, 4, 1, true, true},
+                                        {96, 1030, 600, 16, false, true}, {7, 5, 3, 7, true, false}};
+    for (simd::Isa isa : testing::tested_isas()) {
+        simd::force(isa);
+        for (const RowCase& c : cases) {
+            const std::int64_t lda = (c.trans ? c.M : c.K) + 2, ldb = c.N + 3, ldc = c.N + 1;
+            std::vector<float> A((c.trans ? c.K : c.M) * lda), B(c.K * ldb);
+            for (float& v : A) v = u(rng);
+            for (float& v : B) v = u(rng);
+            const std::int64_t rows = gemm_block_rows(c.M, c.unit, c.N, sizeof(float));
+            std::vector<float> C(rows * ldc, std::numeric_limits<float>::quiet_NaN());
+            std::int64_t next = 0, bad = 0, blocks = 0;
+            const PackedA<float> a(c.trans, c.M, c.K, A.data(), lda);
+            gemm_row_blocks<float>(a, c.unit, c.N, B.data(), ldb, C.data(), ldc, [&](std::int64_t r0, std::int64_t r1) {
+                ++blocks;
+                CHECK(r0 == next);
+                CHECK(r1 > r0);
+                CHECK(r1 - r0 <= rows);
+                CHECK(r0 % c.unit == 0);
+                CHECK(r1 % c.unit == 0);
+                next = r1;
+                for (std::int64_t i = r0; i < r1; ++i)
+                    for (std::int64_t j = 0; j < c.N; ++j) {
+                        double s = 0, mag = 0;
+                        for (std::int64_t k = 0; k < c.K; ++k) {
+                            const double p = double(c.trans ? A[k * lda + i] : A[i * lda + k]) * double(B[k * ldb + j]);
+                            s += p;
+                            mag += std::fabs(p);
+                        }
+                        if (!(std::fabs(C[(i - r0) * ldc + j] - s) <= (c.K + 4) * 6e-8 * mag + 1e-30)) ++bad;
+                    }
+            });
+            INFO(simd::isa_name(isa) << " M=" << c.M << " N=" << c.N << " K=" << c.K << " unit=" << c.unit << ": " << blocks
+                                     << " blocks of at most " << rows << " rows");
+            CHECK(next == c.M);
+            CHECK(bad == 0);
+            // Blocks on tapegrad's own GEMM (AVX2, AVX-512); one on OpenBLAS (scalar).
+            CHECK(blocks == (isa != simd::Isa::scalar && c.blocked ? (c.M + rows - 1) / rows : 1));
+            if (isa != simd::Isa::scalar && c.blocked) CHECK(blocks > 1);
+        }
+    }
+    const std::vector<float> A(12 * 5, 1.f);
+    const PackedA<float> a(false, 12, 5, A.data(), 5);
+    CHECK_THROWS_WITH(gemm_row_blocks<float>(a, 5, 3, A.data(), 3, nullptr, 3, [](std::int64_t, std::int64_t) {}),
+                      Catch::Contains("unit 5 does not divide the 12 rows"));
+}
+
 TEST_CASE("simd::Dispatch hands out the table of the set in use, and follows force()", "[simd]") {
     struct Table {
         const char* name;

@@ -62,6 +62,9 @@ private:
     friend void gemm(const PackedA<U>&, bool, std::int64_t, U, const U*, std::int64_t, U, U*, std::int64_t);
     template <class U>
     friend void gemm_from(const PackedA<U>&, std::int64_t, U, const PanelSource<U>&, U, U*, std::int64_t);
+    template <class U>
+    friend void gemm_row_blocks(const PackedA<U>&, std::int64_t, std::int64_t, const U*, std::int64_t, U*, std::int64_t,
+                                void (*)(const void*, std::int64_t, std::int64_t), const void*);
     bool trans_;
     std::int64_t M_, K_;
     const T* A_;
@@ -77,6 +80,26 @@ void gemm(const PackedA<T>& a, bool trans_b, std::int64_t N, T alpha, const T* B
           std::int64_t ldc);
 template <class T>
 void gemm_from(const PackedA<T>& a, std::int64_t N, T alpha, const PanelSource<T>& b, T beta, T* C, std::int64_t ldc);
+
+// C = op(A) · B (B [K × N] row-major) for a packed A, made a block of A's rows at a time so
+// that the caller uses each block while it is still in cache (a transposed convolution's
+// col2im): for each block [r0, r1) in order, whole multiples of `unit` rows (A's rows are),
+// rows 0 .. r1 - r0 of C (ld ldc) get the block's product, then done(r0, r1) runs. On
+// tapegrad's own f32 GEMM, B is packed once for all the blocks, of about 128 KiB of C each;
+// otherwise the whole product is one block. C holds gemm_block_rows(A's rows, unit, N,
+// sizeof(T)) rows: the rows of a block on the GEMM in use.
+std::int64_t gemm_block_rows(std::int64_t M, std::int64_t unit, std::int64_t N, std::size_t elem_bytes);
+template <class T>
+void gemm_row_blocks(const PackedA<T>& a, std::int64_t unit, std::int64_t N, const T* B, std::int64_t ldb, T* C,
+                     std::int64_t ldc, void (*done)(const void* ctx, std::int64_t r0, std::int64_t r1), const void* ctx);
+// The same with done(r0, r1) any callable.
+template <class T, class F>
+void gemm_row_blocks(const PackedA<T>& a, std::int64_t unit, std::int64_t N, const T* B, std::int64_t ldb, T* C,
+                     std::int64_t ldc, const F& done) {
+    gemm_row_blocks<T>(
+        a, unit, N, B, ldb, C, ldc,
+        [](const void* ctx, std::int64_t r0, std::int64_t r1) { (*static_cast<const F*>(ctx))(r0, r1); }, &done);
+}
 
 // Threads used by GEMM and by tapegrad's loops, 1 to kMaxThreads: one OpenMP team; OpenBLAS
 // itself stays single-threaded. Defaults to the core count (at most kMaxThreads), or

@@ -268,6 +268,38 @@ void sgemm_blocked(bool ta, std::int64_t M, std::int64_t N, std::int64_t K, floa
     }
 }
 
+// All of op(B) [K × N] packed for sgemm_packed: for each KC block of k, the NR-column panels
+// of all N columns (padded to Npad = ⌈N/NR⌉·NR), block pc at pc·Npad. Npad·K floats.
+template <class Arch>
+void pack_b_all(bool tb, std::int64_t K, std::int64_t N, const float* b, std::int64_t ldb, float* dst) {
+    using P = Params<Arch>;
+    const std::int64_t Npad = (N + P::NR - 1) / P::NR * P::NR;
+    for (std::int64_t pc = 0; pc < K; pc += P::KC)
+        pack_b<Arch, P::NR>(tb, K - pc < P::KC ? K - pc : P::KC, N, tb ? b + pc : b + pc * ldb, ldb, dst + pc * Npad);
+}
+
+// C[m × N] = rows [r0, r0 + m) of op(A) · op(B), both packed whole: op(A) [M × K] by pack_a_all
+// (Mpad rows a KC block; r0 a multiple of MR), op(B) by pack_b_all. Every B micro-panel stays
+// in L1 while the rows' A panels stream from L2, a KC block at a time.
+template <class Arch>
+void sgemm_packed(std::int64_t Mpad, std::int64_t r0, std::int64_t m, std::int64_t N, std::int64_t K, const float* ap,
+                  const float* bp, float* C, std::int64_t ldc) {
+    using P = Params<Arch>;
+    constexpr int MR = P::MR, NR = P::NR;
+    const std::int64_t Npad = (N + NR - 1) / NR * NR;
+    for (std::int64_t pc = 0; pc < K; pc += P::KC) {
+        const std::int64_t kc = K - pc < P::KC ? K - pc : P::KC;
+        const float* ablock = ap + pc * Mpad + r0 * kc;
+        for (std::int64_t jr = 0; jr < N; jr += NR) {
+            const float* bpanel = bp + pc * Npad + jr * kc;
+            const int n = static_cast<int>(N - jr < NR ? N - jr : NR);
+            for (std::int64_t ir = 0; ir < m; ir += MR)
+                micro_kernel<Arch>(kc, ablock + ir * kc, bpanel, C + ir * ldc + jr, ldc, 1.f, pc == 0 ? 0.f : 1.f,
+                                   static_cast<int>(m - ir < MR ? m - ir : MR), n);
+        }
+    }
+}
+
 template <class Arch>
 void sgemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
            std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc,
@@ -297,6 +329,11 @@ void sgemm_from(bool ta, std::int64_t M, std::int64_t N, std::int64_t K, float a
         constexpr std::int64_t MR = Params<ARCH>::MR;                                                     \
         return (M + MR - 1) / MR * MR * K;                                                                \
     }                                                                                                     \
+    std::int64_t packed_b_size(std::int64_t K, std::int64_t N) {                                          \
+        constexpr std::int64_t NR = Params<ARCH>::NR;                                                     \
+        return (N + NR - 1) / NR * NR * K;                                                                \
     }                                                                                                     \
-    const Kernels NAME = {&sgemm<ARCH>, &sgemm_from<ARCH>, &packed_a_size, &pack_a_all<ARCH>};           \
+    }                                                                                                     \
+    const Kernels NAME = {&sgemm<ARCH>,      &sgemm_from<ARCH>, &packed_a_size,        &pack_a_all<ARCH>, \
+                          &packed_b_size,    &pack_b_all<ARCH>, &sgemm_packed<ARCH>,   Params<ARCH>::MR}; \
     }

@@ -24,6 +24,13 @@ struct Kernels {
                        const float* a_packed);
     std::int64_t (*packed_a_size)(std::int64_t M, std::int64_t K);  // floats
     void (*pack_a)(bool ta, std::int64_t M, std::int64_t K, const float* A, std::int64_t lda, float* dst);
+    std::int64_t (*packed_b_size)(std::int64_t K, std::int64_t N);  // floats
+    void (*pack_b)(bool tb, std::int64_t K, std::int64_t N, const float* B, std::int64_t ldb, float* dst);
+    // C[m × N] = rows [r0, r0 + m) of op(A) · op(B) from pack_a's and pack_b's results (A with
+    // Mpad = its M rounded up to mr rows; r0 a multiple of mr).
+    void (*sgemm_packed)(std::int64_t Mpad, std::int64_t r0, std::int64_t m, std::int64_t N, std::int64_t K,
+                         const float* a_packed, const float* b_packed, float* C, std::int64_t ldc);
+    int mr;  // rows of A's micro-panels
 };
 
 extern const Kernels avx2, avx512;
