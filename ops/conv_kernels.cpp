@@ -292,19 +292,21 @@ void run_by_images(Exec<T>& e) {  // tiles are chunks of one image each (nb = 1)
 }
 
 template <class T>
-void run_by_channels(Exec<T>& e) {  // col is [R × widest tile], split by rows
+void run_by_channels(Exec<T>& e) {  // col split by rows (ConvPlan::col_part)
     const ConvGeometry& g = e.g;
     const Step<T> s = e.step(e.wm());
-    const std::int64_t Kn = g.kernel_numel(), R = g.R(), Og = g.Og, width = e.p.col_elems / R;
+    const std::int64_t Kn = g.kernel_numel(), R = g.R(), Og = g.Og;
 #pragma omp parallel num_threads(e.p.team)
     {
         const int id = omp_get_thread_num(), team = omp_get_num_threads();
         const std::int64_t i0 = part(g.Ig, id, team), i1 = part(g.Ig, id + 1, team);
+        std::int64_t at = 0;  // this thread's part of col: after the parts of the threads before it
+        for (int j = 0; j < id; ++j) at += e.p.col_part(g, (part(g.Ig, j + 1, team) - part(g.Ig, j, team)) * Kn);
         std::vector<PackedA<T>> mine;  // each group's Wm_gᵀ rows of these channels
         for (std::int64_t grp = 0; grp < g.G; ++grp) mine.emplace_back(true, (i1 - i0) * Kn, Og, e.w + grp * Og * R + i0 * Kn, R);
         for (const ColTile& tile : e.p.tiles)
             for (std::int64_t grp = 0; grp < g.G; ++grp)
-                transposed_channels(s, mine[static_cast<std::size_t>(grp)], tile, grp, i0, e.col.data() + i0 * Kn * width,
+                transposed_channels(s, mine[static_cast<std::size_t>(grp)], tile, grp, i0, e.col.data() + at,
                                     e.stage_of(id));
     }
 }

@@ -140,6 +140,13 @@ const char* strategy_name(ConvStrategy s) {
     return "?";
 }
 
+std::int64_t ConvPlan::col_part(const ConvGeometry& g, std::int64_t rows) const {
+    std::int64_t n = 0;
+    for (const ColTile& t : tiles)
+        n = std::max(n, (row_blocks ? gemm_block_rows(rows, g.kernel_numel(), t.cols(), elem_bytes) : rows) * t.cols());
+    return n;
+}
+
 std::int64_t ConvPlan::scratch_elems() const {
     return col_copies() * col_elems + buffers * stage_elems + partial_elems;
 }
@@ -196,19 +203,11 @@ ConvPlan plan_conv(ConvKind kind, const ConvGeometry& g, int team, std::int64_t 
     const bool own_buffers = nt > 1 && (independent || by_group || by_images || kind == ConvKind::WeightGrad);
     const int nbuf = own_buffers ? nt : 1;
     std::int64_t cols = tile_cols(bytes_per_col, nbuf, min_cols, budget);
-    // NCX transposed on one thread: the GEMM makes col a block of rows at a time and col2im
-    // adds each block in while it is in cache (gemm_row_blocks), so where the GEMM blocks, a
-    // column costs only its staged u and u's packing: wider tiles, each streaming the packed
-    // weight once (cyclegan_up_op1 at 1 thread 20.5-21.0 -> 18.3-19.2 ms).
-    const bool row_blocks = nt == 1 && kind == ConvKind::Transposed && !nxc;
-    if (row_blocks) {
-        const std::int64_t wide = tile_cols(eb * 4 * Og, nbuf, min_cols, budget);
-        if (gemm_block_rows(R, g.kernel_numel(), std::min(wide, g.N * P), elem_bytes) < R) cols = wide;
-    }
     // NCX forward and transposed: an image of kWideImageCols positions or more is a tile of its
     // own, whose o-side the GEMM writes or reads in place (a tile of several images goes
     // through a staging copy). Not the weight gradient: more tiles, more partial sums.
-    if (!nxc && kind != ConvKind::WeightGrad && P >= kWideImageCols) cols = std::min(cols, P);
+    const bool image_tiles = !nxc && kind != ConvKind::WeightGrad && P >= kWideImageCols;
+    if (image_tiles) cols = std::min(cols, P);
     p.tiles = make_tiles(g.N, P, cols, independent ? nt : 1);
     const std::int64_t ntiles = static_cast<std::int64_t>(p.tiles.size()), wsize = G * Og * R;
     const bool by_partials = kind == ConvKind::WeightGrad && ntiles >= 2 && ntiles * wsize * eb <= budget / 4;
@@ -223,17 +222,38 @@ ConvPlan plan_conv(ConvKind kind, const ConvGeometry& g, int team, std::int64_t 
     else p.strategy = ConvStrategy::Team;
     p.team = nt;
 
-    std::int64_t max_cols = 0, max_nb = 0, col_elems = 0;
+    // NCX transposed, wherever a step runs on one thread (all but Team): the GEMM makes col
+    // a block of rows at a time and col2im adds each block in while it is in cache
+    // (gemm_row_blocks), so where the GEMM blocks, a column costs only its staged u and u's
+    // packing, counted at half the tile's bytes (one tile of dcgan_g1's 256 columns was 8%
+    // slower than two of 128): wider tiles, each streaming the packed weight once
+    // (cyclegan_up_op1 21.9 -> 18.8 ms at 1 thread, 10.1 -> 9.0 at 2).
+    const std::int64_t Kn = g.kernel_numel();
+    const bool row_blocks = kind == ConvKind::Transposed && !nxc && p.strategy != ConvStrategy::Team;
+    if (row_blocks) {
+        std::int64_t wide = tile_cols(eb * 4 * Og, nbuf, min_cols, budget);
+        if (image_tiles) wide = std::min(wide, P);
+        if (wide > cols && gemm_block_rows(R, Kn, std::min(wide, g.N * P), elem_bytes) < R) {
+            std::vector<ColTile> w = make_tiles(g.N, P, wide, independent ? nt : 1);
+            if (p.strategy != ConvStrategy::Units || static_cast<std::int64_t>(w.size()) * G >= nt) p.tiles = std::move(w);
+        }
+    }
+    p.row_blocks = row_blocks;
+    p.elem_bytes = elem_bytes;
+    std::int64_t max_cols = 0, max_nb = 0;
     for (const ColTile& t : p.tiles) {
         max_cols = std::max(max_cols, t.cols());
         max_nb = std::max(max_nb, t.nb);
-        // row blocks: the block of rows the GEMM makes for this tile's width (the whole col if it does not block)
-        const std::int64_t rows = row_blocks ? gemm_block_rows(R, g.kernel_numel(), t.cols(), elem_bytes) : R;
-        col_elems = std::max(col_elems, rows * t.cols());
     }
-    // Channels: one column buffer split by rows, a staging buffer per thread. Team: the
-    // team shares one of each (the tiles stay those sized for nbuf copies).
+    // Channels: one column buffer split by rows, each thread's part for its channels' rows,
+    // and a staging buffer per thread. Team: the team shares one of each (the tiles stay those
+    // sized for nbuf copies).
     p.buffers = p.strategy == ConvStrategy::Channels ? nt : p.strategy == ConvStrategy::Team ? 1 : nbuf;
+    std::int64_t col_elems = p.col_part(g, R);
+    if (p.strategy == ConvStrategy::Channels) {
+        col_elems = 0;
+        for (int id = 0; id < nt; ++id) col_elems += p.col_part(g, (g.Ig * (id + 1) / nt - g.Ig * id / nt) * Kn);
+    }
     p.col_elems = uses_col ? col_elems : 0;
     p.stage_elems = nxc || max_nb == 1 ? 0 : Og * max_cols;
     p.partial_elems = by_partials ? ntiles * wsize : 0;

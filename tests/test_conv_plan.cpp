@@ -95,53 +95,48 @@ TEST_CASE("conv plan: a forward layer worked out by hand", "[conv_plan]") {
 }
 
 TEST_CASE("conv plan: a transposed layer of one large image worked out by hand", "[conv_plan]") {
-    // The transposed kernel of a 64 -> 64 channel 3x3 layer on one 64x64 image, 2 threads,
-    // f32. A column holds R = 576 rows of col and 64 of staging: 2560 bytes, so a tile takes
-    // 1 MiB / 2560 = 409 columns, fewer than the image's 4096 positions: chunks of one
-    // image, and with one image the team splits the i-side channels (32 each).
-    // 4096 / 409 -> 11 chunks of 372 or 373 positions; nothing is staged (one image a tile).
-    // (The GEMM path: the channel-row kernels would take this layer.)
+    // The transposed kernel of a 64 -> 64 channel 3x3 layer on one 64x64 image, f32. (The
+    // GEMM path: the channel-row kernels would take this layer.)
+    // On OpenBLAS (no AVX2), which makes col whole: a column holds R = 576 rows of col and 64
+    // of staging, 2560 bytes, so a tile takes 1 MiB / 2560 = 409 columns, fewer than the
+    // image's 4096 positions: chunks of one image, 4096 / 409 -> 11 chunks of 372 or 373
+    // positions; nothing is staged (one image a tile). At 2 threads, with one image, the team
+    // splits the i-side channels (32 each) and col by rows.
+    // On tapegrad's own GEMM, col is made a block of rows at a time (gemm_row_blocks), so a
+    // column costs only its staged u and u's packing, counted at half the tile's bytes: 4 ·
+    // 64 · 4 = 1024 bytes, 1024 columns, 4 tiles of 1024 positions. col holds one block a
+    // thread: whole channels (9 rows) and whole micro-panels (MR = 12 at AVX-512, 6 at AVX2)
+    // under 128 KiB / (4 · 1024) = 32 rows, at least lcm(9, MR) = 36 at AVX-512, 18 at AVX2.
     const ConvGeometry g = conv2d(1, 64, 64, 64, 3);
-    const ConvPlan p = plan_conv(ConvKind::Transposed, g, 2, kDefaultBudget, 4, TransposedAlgo::Auto, SmallConv::Never);
-    CHECK(p.strategy == ConvStrategy::Channels);
-    REQUIRE(p.tiles.size() == 11);
-    for (std::size_t t = 0; t < 11; ++t) {
-        CHECK(p.tiles[t].p0 == 4096 * static_cast<std::int64_t>(t) / 11);
-        CHECK(p.tiles[t].p1 == 4096 * static_cast<std::int64_t>(t + 1) / 11);
+    const IsaGuard restore;
+    for (simd::Isa isa : tested_isas()) {
+        simd::force(isa);
+        INFO(simd::isa_name(isa));
+        const bool blocks = isa != simd::Isa::scalar;
+        const std::int64_t ntiles = blocks ? 4 : 11, rows = isa == simd::Isa::avx512 ? 36 : 18;
+        for (int team : {1, 2}) {
+            INFO(team << " threads");
+            const ConvPlan p = plan_conv(ConvKind::Transposed, g, team, kDefaultBudget, 4, TransposedAlgo::Auto, SmallConv::Never);
+            CHECK(p.strategy == (team == 1 ? ConvStrategy::Serial : ConvStrategy::Channels));
+            CHECK(p.row_blocks);
+            REQUIRE(p.tiles.size() == static_cast<std::size_t>(ntiles));
+            for (std::int64_t t = 0; t < ntiles; ++t) {
+                CHECK(p.tiles[static_cast<std::size_t>(t)].p0 == 4096 * t / ntiles);
+                CHECK(p.tiles[static_cast<std::size_t>(t)].p1 == 4096 * (t + 1) / ntiles);
+            }
+            CHECK(p.col_elems == (blocks ? team * rows * 1024 : 576 * 373));
+            CHECK(p.stage_elems == 0);
+            CHECK(p.pack_weight == (team == 1));  // Channels: each thread packs its own channels' rows
+            CHECK_FALSE(p.writes_all);            // col2im adds into a zeroed result
+            CHECK(p.scratch_elems() == p.col_elems);
+        }
     }
-    CHECK(p.col_elems == 576 * 373);
-    CHECK(p.stage_elems == 0);
-    CHECK_FALSE(p.pack_weight);  // each thread packs its own channels' rows
-    CHECK_FALSE(p.writes_all);   // col2im adds into a zeroed result
-    CHECK(p.scratch_elems() == 576 * 373);
 
     // With two images the team takes whole images instead.
     const ConvPlan p2 = plan_conv(ConvKind::Transposed, conv2d(2, 64, 64, 64, 3), 2, kDefaultBudget, 4, TransposedAlgo::Auto,
                                   SmallConv::Never);
     CHECK(p2.strategy == ConvStrategy::Images);
     CHECK(p2.buffers == 2);
-
-    // At 1 thread the GEMM makes col a block of rows at a time (gemm_row_blocks), so a column
-    // costs only its staged u and u's packing, counted at half the tile's bytes: 4 · 64 · 4 =
-    // 1024 bytes, 1024 columns, 4 tiles of 1024 positions. col holds one block: whole channels
-    // (9 rows) and whole micro-panels (MR = 12 at AVX-512, 6 at AVX2) under 128 KiB / (4 ·
-    // 1024) = 32 rows, at least lcm(9, MR) = 36 at AVX-512, 18 at AVX2. OpenBLAS (no AVX2)
-    // makes col whole: the 11 chunks above.
-    const IsaGuard restore;
-    for (simd::Isa isa : tested_isas()) {
-        simd::force(isa);
-        INFO(simd::isa_name(isa));
-        const ConvPlan p1 = plan_conv(ConvKind::Transposed, g, 1, kDefaultBudget, 4, TransposedAlgo::Auto, SmallConv::Never);
-        CHECK(p1.strategy == ConvStrategy::Serial);
-        if (isa == simd::Isa::scalar) {
-            CHECK(p1.tiles.size() == 11);
-            CHECK(p1.col_elems == 576 * 373);
-            continue;
-        }
-        REQUIRE(p1.tiles.size() == 4);
-        for (std::size_t t = 0; t < 4; ++t) CHECK((p1.tiles[t].p0 == 1024 * static_cast<std::int64_t>(t) && p1.tiles[t].p1 == p1.tiles[t].p0 + 1024));
-        CHECK(p1.col_elems == (isa == simd::Isa::avx512 ? 36 : 18) * 1024);
-    }
 }
 
 TEST_CASE("conv plan: the direct strategies", "[conv_plan]") {

@@ -516,46 +516,69 @@ TEST_CASE("the channel-row kernels match the reference at every instruction set,
 // im2col path's products in another order: NaN where it gives NaN, the same infinities.
 // The NCX transposed GEMM made and col2im'd a block of rows at a time (gemm_row_blocks): rows
 // of whole channels that the GEMM's micro-panels do not divide (∏K = 9, 16, 27, 1 against
-// MR = 6 and 12), a tile of one image read in place and tiles of several images staged, and
-// groups. The plan must give each call blocks of fewer rows than col has at f32 (else this
-// tests the whole-col path); f64 runs whole on OpenBLAS. A weight element of the last result
-// channel (the last block) left out must be seen.
+// MR = 6 and 12), a tile of one image read in place and tiles of several images staged,
+// groups, and teams of 1, 2 and 3 threads (Serial, Units, Images, Channels: each thread
+// its own blocks). The plan must give each call blocks of fewer rows than col has at
+// f32 (else this tests the whole-col path); f64 runs whole on OpenBLAS. A weight element of
+// the last result channel (the last block) left out must be seen.
 TEST_CASE("the transposed GEMM in blocks of rows matches the reference at every instruction set, and a planted error is caught",
           "[kernels][simd]") {
     const tg::testing::IsaGuard restore;
+    const TeamGuard team_restore;
     const SmallConvGuard gemm_path(SmallConv::Never);
     const std::vector<ConvConfig> rows = {
         {"2d 3x3 one image", 1, 1, 12, 6, {{24, 3, 1, 1, 1, 1}, {24, 3, 1, 1, 1, 1}}},
         {"2d k4 s2 batch 6", 6, 1, 10, 8, {{8, 4, 2, 1, 1, 1}, {8, 4, 2, 1, 1, 1}}},
         {"3d groups 2", 2, 2, 5, 3, {{5, 3, 1, 1, 1, 1}, {5, 3, 1, 1, 1, 1}, {5, 3, 1, 1, 1, 1}}},
         {"1d 1x1 long", 2, 1, 30, 4, {{2000, 1}}},
+        {"2d 3x3 two images, 32 -> 4", 2, 1, 32, 4, {{32, 3, 1, 1, 1, 1}, {32, 3, 1, 1, 1, 1}}},  // Images, Channels
     };
     std::mt19937_64 rng(3131);
     const std::vector<simd::Isa> isas = tg::testing::tested_isas();
+    int team_blocked = 0;
     for (const ConvConfig& c : rows) {
         const ConvGeometry g = transposed_geometry(c);
-        for (simd::Isa isa : isas) {
-            simd::force(isa);
-            const ConvPlan p = plan_conv(ConvKind::Transposed, g, 1, workspace_budget(), 4, TransposedAlgo::Auto, SmallConv::Never);
-            std::int64_t widest = 0;
-            for (const ColTile& t : p.tiles) widest = std::max(widest, t.cols());
-            INFO(c.name << " at " << simd::isa_name(isa) << ": col " << p.col_elems << " of " << g.R() << " x " << widest);
-            if (isa != simd::Isa::scalar) CHECK(p.col_elems < g.R() * widest);
+        // f32 operands (exact in f64 too), the reference made once for every team and set
+        const Tensor u = rounded(random_tensor(g.out_shape(), rng), DType::f32);
+        const Tensor W = rounded(random_tensor(g.weight_shape(), rng), DType::f32);
+        const Tensor want = reference::conv_transposed(u, W, g), scale = reference::conv_transposed(abs_tensor(u), abs_tensor(W), g);
+        for (int threads : {1, 2, 3}) {
+            set_num_threads(threads);
+            force_thread_teams(threads > 1);
+            for (simd::Isa isa : isas) {
+                simd::force(isa);
+                const ConvPlan p =
+                    plan_conv(ConvKind::Transposed, g, threads, workspace_budget(), 4, TransposedAlgo::Auto, SmallConv::Never);
+                std::int64_t widest = 0;
+                for (const ColTile& t : p.tiles) widest = std::max(widest, t.cols());
+                const std::string what = describe(c, Layout::NCX, DType::f32) + " at " + simd::isa_name(isa) + ", " +
+                                         std::to_string(threads) + " threads";
+                INFO(what << ": col part " << p.col_part(g, g.R()) << " of " << g.R() << " x " << widest);
+                CHECK(p.row_blocks == (p.strategy != ConvStrategy::Team));
+                // Blocks on tapegrad's own GEMM: always at 1 thread; a team's narrower tiles may
+                // fit one block, but some plans of a team must block too (checked below).
+                const bool blocked = p.row_blocks && p.col_part(g, g.R()) < g.R() * widest;
+                if (isa != simd::Isa::scalar && threads == 1) CHECK(blocked);
+                if (isa != simd::Isa::scalar && threads > 1 && blocked) ++team_blocked;
+                // f64 runs whole on OpenBLAS: no blocks to split among a team
+                for (DType dt : threads == 1 ? std::vector<DType>{DType::f32, DType::f64} : std::vector<DType>{DType::f32})
+                    check_close(conv_transposed(u.to(dt), W.to(dt), g).to(DType::f64), want, scale, factor_for(dt, g),
+                                what + " " + dtype_name(dt));
+            }
         }
-        for (DType dt : {DType::f32, DType::f64})
-            check_against_reference(g, dt, rng, describe(c, Layout::NCX, dt), isas);
-        const Tensor u = random_tensor(g.out_shape(), rng), W = random_tensor(g.weight_shape(), rng);
+        set_num_threads(team_restore.n);
+        force_thread_teams(false);
         std::vector<double> wv = W.values();
         wv.back() = 0;  // the last tap of the last result channel, from the last o-side channel
-        const Tensor Wp = Tensor::from(W.shape(), wv, DType::f64);
+        const Tensor planted = reference::conv_transposed(u, Tensor::from(W.shape(), wv, DType::f64), g);
         for (simd::Isa isa : isas) {
             simd::force(isa);
             INFO(c.name << " at " << simd::isa_name(isa) << ": a planted error");
-            CHECK(out_of_tolerance(conv_transposed(u.to(DType::f32), W.to(DType::f32), g).to(DType::f64),
-                                   reference::conv_transposed(u, Wp, g), reference::conv_transposed(abs_tensor(u), abs_tensor(W), g),
+            CHECK(out_of_tolerance(conv_transposed(u.to(DType::f32), W.to(DType::f32), g).to(DType::f64), planted, scale,
                                    factor_for(DType::f32, g)) > 0);
         }
     }
+    if (isas.size() > 1) CHECK(team_blocked >= 8);
 }
 
 TEST_CASE("the direct kernels give the GEMM path's results on non-finite operands", "[kernels][small][rows]") {

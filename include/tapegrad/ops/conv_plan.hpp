@@ -67,7 +67,8 @@ struct ConvPlan {
     int buffers = 1;                 // copies of the staging buffers, and of the column buffers
                                      // but for Channels (one, split by rows)
     std::int64_t col_elems = 0;      // per copy: R × the widest tile, where columns are built
-                                     // (NXC, and the transposed GEMM's product)
+                                     // (NXC, and the transposed GEMM's product; NCX transposed
+                                     // but for Team: a block of rows, see plan_conv)
     std::int64_t stage_elems = 0;    // per copy: Og × the widest tile (NCX tiles of several images)
     std::int64_t partial_elems = 0;  // Partials: one weight gradient per tile
     bool pack_weight = false;        // NCX forward/transposed: each group's weight packed once
@@ -75,8 +76,15 @@ struct ConvPlan {
 
     // The kernel writes every element of its result (no zero-filled result needed).
     bool writes_all = false;
+    // NCX transposed but for Team: the GEMM makes col a block of rows at a time (gemm_row_blocks).
+    bool row_blocks = false;
+    std::size_t elem_bytes = 4;  // of the compute type
     // Copies of the column buffer: one per staging buffer, but one shared (split by rows) for Channels.
     int col_copies() const { return strategy == ConvStrategy::Channels ? 1 : buffers; }
+    // Elements of col that `rows` of its rows need on every tile: with row blocks, one block
+    // for each tile's width (gemm_block_rows; all the rows where the GEMM does not block),
+    // else the rows of the widest tile. Channels gives each thread such a part for its rows.
+    std::int64_t col_part(const ConvGeometry& g, std::int64_t rows) const;
     // Elements of scratch the executor allocates for this plan: the column and staging
     // buffers (within the budget, unless a tile is down to one column) and the partial
     // gradients (within a quarter of the budget, on top). Not counted: the packed weights
