@@ -300,8 +300,7 @@ void run_by_channels(Exec<T>& e) {  // col split by rows (ConvPlan::col_part)
     {
         const int id = omp_get_thread_num(), team = omp_get_num_threads();
         const std::int64_t i0 = part(g.Ig, id, team), i1 = part(g.Ig, id + 1, team);
-        std::int64_t at = 0;  // this thread's part of col: after the parts of the threads before it
-        for (int j = 0; j < id; ++j) at += e.p.col_part(g, (part(g.Ig, j + 1, team) - part(g.Ig, j, team)) * Kn);
+        const std::int64_t at = e.p.channel_col_offset(g, id, team);  // this thread's part of col
         std::vector<PackedA<T>> mine;  // each group's Wm_gᵀ rows of these channels
         for (std::int64_t grp = 0; grp < g.G; ++grp) mine.emplace_back(true, (i1 - i0) * Kn, Og, e.w + grp * Og * R + i0 * Kn, R);
         for (const ColTile& tile : e.p.tiles)

@@ -147,6 +147,12 @@ std::int64_t ConvPlan::col_part(const ConvGeometry& g, std::int64_t rows) const 
     return n;
 }
 
+std::int64_t ConvPlan::channel_col_offset(const ConvGeometry& g, int id, int team) const {
+    std::int64_t at = 0;
+    for (int j = 0; j < id; ++j) at += col_part(g, (g.Ig * (j + 1) / team - g.Ig * j / team) * g.kernel_numel());
+    return at;
+}
+
 std::int64_t ConvPlan::scratch_elems() const {
     return col_copies() * col_elems + buffers * stage_elems + partial_elems;
 }
@@ -249,11 +255,7 @@ ConvPlan plan_conv(ConvKind kind, const ConvGeometry& g, int team, std::int64_t 
     // and a staging buffer per thread. Team: the team shares one of each (the tiles stay those
     // sized for nbuf copies).
     p.buffers = p.strategy == ConvStrategy::Channels ? nt : p.strategy == ConvStrategy::Team ? 1 : nbuf;
-    std::int64_t col_elems = p.col_part(g, R);
-    if (p.strategy == ConvStrategy::Channels) {
-        col_elems = 0;
-        for (int id = 0; id < nt; ++id) col_elems += p.col_part(g, (g.Ig * (id + 1) / nt - g.Ig * id / nt) * Kn);
-    }
+    const std::int64_t col_elems = p.strategy == ConvStrategy::Channels ? p.channel_col_offset(g, nt, nt) : p.col_part(g, R);
     p.col_elems = uses_col ? col_elems : 0;
     p.stage_elems = nxc || max_nb == 1 ? 0 : Og * max_cols;
     p.partial_elems = by_partials ? ntiles * wsize : 0;

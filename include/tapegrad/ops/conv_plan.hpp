@@ -85,6 +85,9 @@ struct ConvPlan {
     // for each tile's width (gemm_block_rows; all the rows where the GEMM does not block),
     // else the rows of the widest tile. Channels gives each thread such a part for its rows.
     std::int64_t col_part(const ConvGeometry& g, std::int64_t rows) const;
+    // Channels: where thread `id` of a team of `team` threads starts in col (the parts of the
+    // threads before it, each for its share of the i-side channels); id = team: col's size.
+    std::int64_t channel_col_offset(const ConvGeometry& g, int id, int team) const;
     // Elements of scratch the executor allocates for this plan: the column and staging
     // buffers (within the budget, unless a tile is down to one column) and the partial
     // gradients (within a quarter of the budget, on top). Not counted: the packed weights
