@@ -261,7 +261,10 @@ ConvPlan plan_conv(ConvKind kind, const ConvGeometry& g, int team, std::int64_t 
     p.partial_elems = by_partials ? ntiles * wsize : 0;
     p.pack_weight = !nxc && kind != ConvKind::WeightGrad && p.strategy != ConvStrategy::Channels;
     p.k_major = nxc;
-    p.writes_all = kind == ConvKind::Forward;
+    // NCX transposed: col2im writes the planes of a tile of whole images (see col2im).
+    p.writes_all = kind == ConvKind::Forward ||
+                   (kind == ConvKind::Transposed && !nxc &&
+                    std::all_of(p.tiles.begin(), p.tiles.end(), [P](const ColTile& t) { return t.p0 == 0 && t.p1 == P; }));
     return p;
 }
 

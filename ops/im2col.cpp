@@ -268,7 +268,9 @@ void col2im(const ConvGeometry& g, const T* col, const ColTile& tile, std::int64
         // Every plane takes the same runs (tap, positions -> i-side positions), listed once
         // per thread and kept (RunCache); with a last-axis stride they land in a phase-major
         // copy of the plane as contiguous runs, which is added back into the plane in natural
-        // order at the end.
+        // order at the end. A tile of whole images is the only one that reaches its planes:
+        // it writes them whole instead (zeros where no tap lands), so the result needs no
+        // zero fill (the plan's writes_all).
         const PhasePlane pp(ax);
         thread_local RunCache<PlaneRuns> cache;
         thread_local std::vector<std::int64_t> key;
@@ -281,19 +283,21 @@ void col2im(const ConvGeometry& g, const T* col, const ColTile& tile, std::int64
             cache.added(static_cast<std::int64_t>(pr.runs.size()));
         }
         const std::vector<vec::Run>& runs = pr.runs;
-        const PhasePlane::Band band = pr.band;
+        const bool whole = tile.p0 == 0 && tile.p1 == g.out_numel();
+        const PhasePlane::Band band = whole ? pp.whole() : pr.band;
         Buffer<T> pm(pp.identity ? 0 : ax.Xn);
         for (std::int64_t ni = ni0; ni < ni1; ++ni)
             for (std::int64_t i = i0; i < i1; ++i) {
                 T* xc = x + ((tile.n0 + ni) * ax.Ctot + group * Ig + i) * ax.Xn;
                 const T* src = col + (i - i0) * ax.Kn * cols + ni * W;
                 if (pp.identity) {
+                    if (whole) std::fill_n(xc, ax.Xn, T(0));
                     vk.add_runs(runs.data(), static_cast<std::int64_t>(runs.size()), src, xc);
                     continue;
                 }
                 pp.zero(pm.data(), band);
                 vk.add_runs(runs.data(), static_cast<std::int64_t>(runs.size()), src, pm.data());
-                pp.from_phase_major(pm.data(), xc, true, band);
+                pp.from_phase_major(pm.data(), xc, !whole, band);
             }
         return;
     }
