@@ -233,7 +233,7 @@ ConvPlan plan_conv(ConvKind kind, const ConvGeometry& g, int team, std::int64_t 
     // (gemm_row_blocks), so where the GEMM blocks, a column costs only its staged u and u's
     // packing, counted at half the tile's bytes (one tile of dcgan_g1's 256 columns was 8%
     // slower than two of 128): wider tiles, each streaming the packed weight once
-    // (cyclegan_up_op1 21.9 -> 18.8 ms at 1 thread, 10.1 -> 9.0 at 2).
+    // (cyclegan_up_op1 21.9 -> 18.8 ms at 1 thread, 10.6 -> 9.2 at 2).
     const std::int64_t Kn = g.kernel_numel();
     const bool row_blocks = kind == ConvKind::Transposed && !nxc && p.strategy != ConvStrategy::Team;
     if (row_blocks) {
