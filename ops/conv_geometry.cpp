@@ -1,5 +1,6 @@
 #include "tapegrad/ops/conv_geometry.hpp"
 
+#include <algorithm>
 #include <limits>
 
 
@@ -155,6 +156,35 @@ Shape layout_shape(Layout layout, std::int64_t N, std::int64_t C, const Shape& s
 
 Shape ConvGeometry::in_shape() const { return layout_shape(layout, N, G * Ig, in_size); }
 Shape ConvGeometry::out_shape() const { return layout_shape(layout, N, G * Og, out_size); }
+bool ConvGeometry::taps_disjoint() const {
+    for (std::size_t a = 0; a < kernel.size(); ++a) {
+        if (kernel[a] > stride[a]) return false;
+        std::vector<std::int64_t> phase;
+        for (std::int64_t k = 0; k < kernel[a]; ++k) phase.push_back(floor_mod(k * dilation[a] - pad_begin[a], stride[a]));
+        std::sort(phase.begin(), phase.end());
+        if (std::adjacent_find(phase.begin(), phase.end()) != phase.end()) return false;
+    }
+    return true;
+}
+
+bool ConvGeometry::taps_cover() const {
+    if (!taps_disjoint()) return false;
+    for (std::size_t a = 0; a < kernel.size(); ++a) {
+        // Each phase ρ < min(s, X) holds i-side positions ρ, ρ + s, .., last; the tap of that
+        // phase (there is at most one) reads them from o-side positions (ρ − v)/s .. (last − v)/s.
+        const std::int64_t s = stride[a], X = in_size[a], phases = std::min(s, X);
+        std::int64_t covered = 0;
+        for (std::int64_t k = 0; k < kernel[a]; ++k) {
+            const std::int64_t v = k * dilation[a] - pad_begin[a], rho = floor_mod(v, s);
+            if (rho >= phases) continue;
+            const std::int64_t last = rho + (X - 1 - rho) / s * s;
+            if (v <= rho && (last - v) / s < out_size[a]) ++covered;
+        }
+        if (covered != phases) return false;
+    }
+    return true;
+}
+
 double ConvGeometry::macs() const {
     double m = static_cast<double>(N) * static_cast<double>(G) * static_cast<double>(Og) * static_cast<double>(Ig);
     for (std::int64_t y : out_size) m *= static_cast<double>(y);

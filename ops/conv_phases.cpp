@@ -34,7 +34,7 @@ std::vector<Phase> make_phases(const ConvGeometry& g) {
         axis_taps[a].resize(static_cast<std::size_t>(s));
         for (std::int64_t k = 0; k < g.kernel[a]; ++k) {
             const std::int64_t v = k * g.dilation[a] - g.pad_begin[a];
-            const std::int64_t phi = ((v % s) + s) % s;
+            const std::int64_t phi = floor_mod(v, s);
             axis_taps[a][static_cast<std::size_t>(phi)].push_back({k, (v - phi) / s});
         }
         count *= s;

@@ -261,10 +261,12 @@ ConvPlan plan_conv(ConvKind kind, const ConvGeometry& g, int team, std::int64_t 
     p.partial_elems = by_partials ? ntiles * wsize : 0;
     p.pack_weight = !nxc && kind != ConvKind::WeightGrad && p.strategy != ConvStrategy::Channels;
     p.k_major = nxc;
-    // NCX transposed: col2im writes the planes of a tile of whole images (see col2im).
+    // NCX transposed: col2im writes the planes of a tile of whole images, and every position
+    // that disjoint taps reach (see col2im): all of them where the taps cover the result.
     p.writes_all = kind == ConvKind::Forward ||
                    (kind == ConvKind::Transposed && !nxc &&
-                    std::all_of(p.tiles.begin(), p.tiles.end(), [P](const ColTile& t) { return t.p0 == 0 && t.p1 == P; }));
+                    (g.taps_cover() || std::all_of(p.tiles.begin(), p.tiles.end(),
+                                                   [P](const ColTile& t) { return t.p0 == 0 && t.p1 == P; })));
     return p;
 }
 

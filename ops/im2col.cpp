@@ -113,16 +113,28 @@ void geometry_key(const Axes& ax, std::vector<std::int64_t>& key) {
     for (const std::int64_t* a : {ax.X, ax.Y, ax.K, ax.s, ax.d, ax.pb}) key.insert(key.end(), a, a + ax.D);
 }
 
+// A run of col2im's scatter: plane[dst + e·s] = src[src + e] for e < len, s the last axis's
+// stride; with a partner (src2 ≥ 0, s = 2), plane[dst + 1 + e·s] = src[src2 + e] as well.
+struct ScatterRun {
+    std::int64_t src, src2, dst, len;
+};
+
 // col2im's runs for one (geometry, tile positions, columns): every plane of the tile takes
 // the same runs (tap, positions -> i-side positions), and the band of the phase-major plane
-// they reach.
+// they reach. Where the taps are disjoint (ConvGeometry::taps_disjoint), the runs of a
+// scatter instead, in plane order, the two phases of a row paired where the stride is 2.
 struct PlaneRuns {
     std::vector<vec::Run> runs;
     PhasePlane::Band band{};
+    bool disjoint = false, cover = false;
+    std::vector<ScatterRun> scatter;
 };
 
-PlaneRuns plane_runs(const Axes& ax, const PhasePlane& pp, const ColTile& tile, std::int64_t cols) {
-    PlaneRuns pr;
+// f(src, off, a, kbase, len) for every run of the tile's positions and a tap that lands in
+// the plane: col offset src (from the tap's row), outer i-side offset off, and last-axis
+// o-side positions a, .., a + len − 1, whose tap reads i-side positions (a + t)·s + kbase.
+template <class F>
+void for_plane_runs(const Axes& ax, const ColTile& tile, std::int64_t cols, F&& f) {
     std::int64_t k[kMaxD];
     for (std::int64_t kf = 0; kf < ax.Kn; ++kf) {
         ax.unravel(kf, ax.K, k);
@@ -132,9 +144,37 @@ PlaneRuns plane_runs(const Axes& ax, const PhasePlane& pp, const ColTile& tile, 
             if (!ok) return;
             std::int64_t lo, hi;
             win.clip(a0, len, lo, hi);
-            if (lo < hi) pr.runs.push_back({kf * cols + at + lo, off + pp.phase_index(a0 + lo, kbase), hi - lo});
+            if (lo < hi) f(kf * cols + at + lo, off, a0 + lo, kbase, hi - lo);
         });
     }
+}
+
+void scatter_runs(const Axes& ax, const ColTile& tile, std::int64_t cols, PlaneRuns& pr) {
+    const std::int64_t sl = ax.s[ax.D - 1];
+    std::vector<ScatterRun> runs;
+    for_plane_runs(ax, tile, cols, [&](std::int64_t src, std::int64_t off, std::int64_t a, std::int64_t kbase, std::int64_t len) {
+        runs.push_back({src, -1, off + a * sl + kbase, len});
+    });
+    std::sort(runs.begin(), runs.end(), [](const ScatterRun& a, const ScatterRun& b) { return a.dst < b.dst; });
+    for (std::size_t r = 0; r < runs.size(); ++r) {
+        ScatterRun run = runs[r];
+        if (sl == 2 && r + 1 < runs.size() && runs[r + 1].dst == run.dst + 1 && runs[r + 1].len == run.len)
+            run.src2 = runs[++r].src;
+        pr.scatter.push_back(run);
+    }
+}
+
+PlaneRuns plane_runs(const ConvGeometry& g, const Axes& ax, const PhasePlane& pp, const ColTile& tile, std::int64_t cols) {
+    PlaneRuns pr;
+    if (g.taps_disjoint()) {
+        pr.disjoint = true;
+        pr.cover = g.taps_cover();
+        scatter_runs(ax, tile, cols, pr);
+        return pr;
+    }
+    for_plane_runs(ax, tile, cols, [&](std::int64_t src, std::int64_t off, std::int64_t a, std::int64_t kbase, std::int64_t len) {
+        pr.runs.push_back({src, off + pp.phase_index(a, kbase), len});
+    });
     // The part of the plane the runs reach: a tile of part of an image reaches a band of rows
     // (and within one o-side row, a range of the last axis); only that band of the
     // phase-major copy is zeroed and added back.
@@ -270,7 +310,9 @@ void col2im(const ConvGeometry& g, const T* col, const ColTile& tile, std::int64
         // copy of the plane as contiguous runs, which is added back into the plane in natural
         // order at the end. A tile of whole images is the only one that reaches its planes:
         // it writes them whole instead (zeros where no tap lands), so the result needs no
-        // zero fill (the plan's writes_all).
+        // zero fill (the plan's writes_all). Disjoint taps reach each position at most once:
+        // col2im writes those positions straight from col (zeros first around them in a tile
+        // of whole images, unless the taps cover the plane).
         const PhasePlane pp(ax);
         thread_local RunCache<PlaneRuns> cache;
         thread_local std::vector<std::int64_t> key;
@@ -279,11 +321,28 @@ void col2im(const ConvGeometry& g, const T* col, const ColTile& tile, std::int64
         bool fresh = false;
         PlaneRuns& pr = cache.find(key, fresh);
         if (fresh) {
-            pr = plane_runs(ax, pp, tile, cols);
-            cache.added(static_cast<std::int64_t>(pr.runs.size()));
+            pr = plane_runs(g, ax, pp, tile, cols);
+            cache.added(static_cast<std::int64_t>(pr.runs.size() + pr.scatter.size()));
         }
         const std::vector<vec::Run>& runs = pr.runs;
         const bool whole = tile.p0 == 0 && tile.p1 == g.out_numel();
+        if (pr.disjoint) {
+            const std::int64_t sl = pp.s;
+            for (std::int64_t ni = ni0; ni < ni1; ++ni)
+                for (std::int64_t i = i0; i < i1; ++i) {
+                    T* xc = x + ((tile.n0 + ni) * ax.Ctot + group * Ig + i) * ax.Xn;
+                    const T* src = col + (i - i0) * ax.Kn * cols + ni * W;
+                    if (whole && !pr.cover) std::fill_n(xc, ax.Xn, T(0));
+                    for (const ScatterRun& r : pr.scatter) {
+                        const T* a = src + r.src;
+                        T* d = xc + r.dst;
+                        if (r.src2 >= 0) vk.interleave2(r.len, a, src + r.src2, d, false);
+                        else if (sl == 1) std::copy_n(a, r.len, d);
+                        else for (std::int64_t e = 0; e < r.len; ++e) d[e * sl] = a[e];
+                    }
+                }
+            return;
+        }
         const PhasePlane::Band band = whole ? pp.whole() : pr.band;
         Buffer<T> pm(pp.identity ? 0 : ax.Xn);
         for (std::int64_t ni = ni0; ni < ni1; ++ni)

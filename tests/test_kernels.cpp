@@ -514,6 +514,25 @@ TEST_CASE("the channel-row kernels match the reference at every instruction set,
 // channel-row weight gradient's u), they hand the call to the GEMM
 // path: the results are that path's, bit for bit. The channel-row forward kernel forms the
 // im2col path's products in another order: NaN where it gives NaN, the same infinities.
+namespace {
+
+// A weight element left out (the last tap of the last result channel, from the last o-side
+// channel) must be seen in the f32 transposed result `run` gives (as f64), at every one of
+// `isas`, within the tolerance of the checks against the reference.
+void check_planted_weight(const ConvGeometry& g, const Tensor& u, const Tensor& W, const Tensor& scale,
+                          const std::vector<simd::Isa>& isas, const std::string& name, const std::function<Tensor()>& run) {
+    std::vector<double> wv = W.values();
+    wv.back() = 0;
+    const Tensor planted = reference::conv_transposed(u, Tensor::from(W.shape(), wv, DType::f64), g);
+    for (simd::Isa isa : isas) {
+        simd::force(isa);
+        INFO(name << " at " << simd::isa_name(isa) << ": a planted error");
+        CHECK(out_of_tolerance(run(), planted, scale, factor_for(DType::f32, g)) > 0);
+    }
+}
+
+}  // namespace
+
 // The NCX transposed GEMM made and col2im'd a block of rows at a time (gemm_row_blocks): rows
 // of whole channels that the GEMM's micro-panels do not divide (∏K = 9, 16, 27, 1 against
 // MR = 6 and 12), a tile of one image read in place and tiles of several images staged,
@@ -568,17 +587,78 @@ TEST_CASE("the transposed GEMM in blocks of rows matches the reference at every 
         }
         set_num_threads(team_restore.n);
         force_thread_teams(false);
-        std::vector<double> wv = W.values();
-        wv.back() = 0;  // the last tap of the last result channel, from the last o-side channel
-        const Tensor planted = reference::conv_transposed(u, Tensor::from(W.shape(), wv, DType::f64), g);
-        for (simd::Isa isa : isas) {
-            simd::force(isa);
-            INFO(c.name << " at " << simd::isa_name(isa) << ": a planted error");
-            CHECK(out_of_tolerance(conv_transposed(u.to(DType::f32), W.to(DType::f32), g).to(DType::f64), planted, scale,
-                                   factor_for(DType::f32, g)) > 0);
-        }
+        check_planted_weight(g, u, W, scale, isas, c.name,
+                             [&] { return conv_transposed(u.to(DType::f32), W.to(DType::f32), g).to(DType::f64); });
     }
     if (isas.size() > 1) CHECK(team_blocked >= 8);
+}
+
+// Disjoint taps (each i-side position reached by at most one tap of one o-side position):
+// col2im writes straight from col, two stride-2 phases of a row as one interleave, and zeros
+// first where a tile of whole images leaves positions unreached; where the taps cover the
+// result, every tile writes its part and the result is not zero-filled (writes_all). Each
+// row's disjoint/cover flags are worked out by hand. The result's memory is dirtied with NaN
+// before each call (the allocator hands the same block back), so a position left unwritten
+// shows. Tiles of whole images and of parts of one (a small budget), teams of 1-3, every
+// instruction set; a weight element left out must be seen.
+TEST_CASE("disjoint taps: col2im's scatter matches the reference at every instruction set, and a planted error is caught",
+          "[kernels][simd]") {
+    const tg::testing::IsaGuard restore;
+    const TeamGuard team_restore;
+    const SmallConvGuard gemm_path(SmallConv::Never);
+    struct Row {
+        ConvConfig c;
+        bool disjoint, cover;
+    };
+    const std::vector<Row> rows = {
+        {{"2d k2 s2 (U-Net's up-conv)", 2, 1, 3, 4, {{6, 2, 2}, {5, 2, 2}}}, true, true},
+        {{"2d k2 s2 p1 (phases paired across the crop)", 2, 1, 3, 2, {{5, 2, 2, 1, 1, 1}, {6, 2, 2, 1, 1, 1}}}, true, true},
+        {{"2d k2 s3 (a phase unreached)", 2, 1, 2, 3, {{5, 2, 3}, {4, 2, 3}}}, true, false},
+        {{"2d k2 d2 s3", 1, 1, 3, 3, {{5, 2, 3, 2}, {4, 2, 3, 2}}}, true, false},
+        {{"1d k3 s4 output padding 2", 3, 1, 2, 5, {{7, 3, 4, 1, 0, 0, 2}}}, true, false},
+        {{"3d k2 s2 groups 2", 2, 2, 2, 3, {{3, 2, 2}, {4, 2, 2}, {3, 2, 2}}}, true, true},
+        {{"2d 1x1 s1", 2, 1, 5, 3, {{5, 1}, {6, 1}}}, true, true},
+        {{"2d 1x1 s2 output padding 1", 2, 1, 3, 3, {{4, 1, 2, 1, 0, 0, 1}, {3, 1, 2}}}, true, false},
+        {{"2d k3 s2 (overlapping: the phase-major path)", 2, 1, 3, 2, {{4, 3, 2, 1, 1, 1}, {4, 3, 2, 1, 1, 1}}}, false, false},
+        {{"1d k4 s3 (two taps on one phase)", 2, 1, 2, 2, {{6, 4, 3}}}, false, false},
+    };
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    std::mt19937_64 rng(5353);
+    const std::vector<simd::Isa> isas = tg::testing::tested_isas();
+    for (const Row& row : rows) {
+        const ConvConfig& c = row.c;
+        const ConvGeometry g = transposed_geometry(c);
+        INFO(c.name);
+        CHECK(g.taps_disjoint() == row.disjoint);
+        CHECK(g.taps_cover() == row.cover);
+        const Tensor u = rounded(random_tensor(g.out_shape(), rng), DType::f32);
+        const Tensor W = rounded(random_tensor(g.weight_shape(), rng), DType::f32);
+        const Tensor want = reference::conv_transposed(u, W, g), scale = reference::conv_transposed(abs_tensor(u), abs_tensor(W), g);
+        auto run = [&](DType dt) {
+            Tensor::full(g.in_shape(), nan, dt);  // freed at once: the result's block, dirty
+            return conv_transposed(u.to(dt), W.to(dt), g).to(DType::f64);
+        };
+        for (std::int64_t budget : {std::int64_t{64} << 20, std::int64_t{300}})
+            for (int threads : {1, 2, 3}) {
+                const WorkspaceGuard ws(budget);
+                set_num_threads(threads);
+                force_thread_teams(threads > 1);
+                for (simd::Isa isa : isas) {
+                    simd::force(isa);
+                    const ConvPlan p =
+                        plan_conv(ConvKind::Transposed, g, threads, workspace_budget(), 4, TransposedAlgo::Auto, SmallConv::Never);
+                    if (row.cover) CHECK(p.writes_all);
+                    const std::string what = std::string(" at ") + simd::isa_name(isa) + ", budget " + std::to_string(budget) +
+                                             ", " + std::to_string(threads) + " threads, " + std::to_string(p.tiles.size()) +
+                                             " tiles";
+                    for (DType dt : threads == 1 ? std::vector<DType>{DType::f32, DType::f64} : std::vector<DType>{DType::f32})
+                        check_close(run(dt), want, scale, factor_for(dt, g), c.name + what + " " + dtype_name(dt));
+                }
+            }
+        set_num_threads(team_restore.n);
+        force_thread_teams(false);
+        check_planted_weight(g, u, W, scale, isas, c.name, [&] { return run(DType::f32); });
+    }
 }
 
 TEST_CASE("the direct kernels give the GEMM path's results on non-finite operands", "[kernels][small][rows]") {

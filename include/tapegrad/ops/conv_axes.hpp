@@ -128,7 +128,7 @@ struct PhasePlane {
     // Where i-side last-axis position (a0 + t)·s + kbase lands in a phase-major row: the
     // phase row of φ = kbase mod s, index a0 + t + m with m = (kbase − φ)/s.
     std::int64_t phase_index(std::int64_t a0, std::int64_t kbase) const {
-        const std::int64_t p = ((kbase % s) + s) % s;
+        const std::int64_t p = floor_mod(kbase, s);
         return phase_off[static_cast<std::size_t>(p)] + a0 + (kbase - p) / s;
     }
 
@@ -191,7 +191,7 @@ struct PhasePlane {
         };
         std::vector<LastTap> last;
         for (std::int64_t kl = 0; kl < KL; ++kl) {
-            const std::int64_t v = kl * ax.d[L] - ax.pb[L], p = ((v % s) + s) % s, m = (v - p) / s;
+            const std::int64_t v = kl * ax.d[L] - ax.pb[L], p = floor_mod(v, s), m = (v - p) / s;
             const std::int64_t Qp = XL > p ? (XL - p + s - 1) / s : 0;
             const std::int64_t j0 = std::max<std::int64_t>(0, -m), j1 = std::min(YL, Qp - m);
             last.push_back(j0 < j1 ? LastTap{j0, j1 - j0, phase_off[static_cast<std::size_t>(p)] + j0 + m} : LastTap{0, 0, 0});

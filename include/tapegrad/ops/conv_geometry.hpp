@@ -19,9 +19,10 @@ namespace tg {
 
 enum class Layout { NCX, NXC };
 
-// Integer division rounding down / up, for any signs of a and b > 0.
+// Integer division rounding down / up, and the remainder of rounding down, for any sign of a and b > 0.
 inline std::int64_t floor_div(std::int64_t a, std::int64_t b) { return a / b - (a % b != 0 && a < 0); }
 inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return -floor_div(-a, b); }
+inline std::int64_t floor_mod(std::int64_t a, std::int64_t b) { return a - floor_div(a, b) * b; }  // in [0, b)
 inline std::int64_t round_up(std::int64_t n, std::int64_t m) { return ceil_div(n, m) * m; }  // n >= 0, m > 0
 
 // Every length the kernels form (j·s + k·d − pb, X + pb) stays within ±2^62, far from the
@@ -84,6 +85,12 @@ struct ConvGeometry {
     Shape weight_shape() const;  // [G, Og, Ig, K...]
     // Multiply-adds of one CONV (= one CONVT, = one CONV_BW): N·G·Og·∏Y·Ig·∏K, as a double.
     double macs() const;
+    // On every axis the taps land on distinct stride phases ((k·d − pb) mod s differs from
+    // tap to tap): no two (o-side position, tap) pairs reach the same i-side position, so a
+    // transposed convolution's col2im only scatters (k2 s2 p0, U-Net's up-convolution).
+    bool taps_disjoint() const;
+    // taps_disjoint(), and every i-side position is reached: each exactly once.
+    bool taps_cover() const;
     // Checks internal consistency (every size ≥ 1 except N ≥ 0, equal lengths), that
     // out_size follows the rule above from in_size and the pads, and that every index the
     // kernels form fits int64. The constructors call it; `op` prefixes its messages.
