@@ -71,17 +71,29 @@ bool small_fits(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, Tr
 // the GEMM path's time at 1 and 2 threads, while 1-D forward layers lost), padded to whole
 // vectors of the active instruction set with at most a quarter of them padding; one tap's
 // weight block (reduction channels × padded result channels) within kRowsTapBytes, an L1's
-// share (larger blocks stream from L2 for every register tile). Measured against both other
-// paths in bench/RESULTS.md.
+// share (larger blocks stream from L2 for every register tile). The transposed call: never
+// where the taps are disjoint and the last axis's stride at most 2 (a result position takes
+// one tap, and the GEMM path's col2im is one copy or interleave: it won 1.1-2.4x on k2 s2
+// layers; at stride 3 its scatter is element by element, and k3 s3 layers went both ways)
+// on images of kRowsDisjointMinPositions input positions or more (on 4 x 4 images the
+// channel rows won, 0.7-0.8), and up to kRowsMaxGradResult result channels
+// where a result position takes kRowsTransposedTaps taps or more on average (∏K / ∏s: k3 s2,
+// k4 s2, k8 s4 1-D, k3 s1), where the GEMM's reduction, the o-side channels, is short
+// beside its col traffic (rows took 0.31-0.96 of its time with 96 and 128 result channels).
+// Measured against both other paths in bench/RESULTS.md.
 bool rows_fits(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, TransposedAlgo algo, SmallConv mode) {
     if (g.Ig == 1 && g.Og == 1) return false;
     if (kind == ConvKind::Transposed && algo != TransposedAlgo::Auto) return false;
     if (mode == SmallConv::Rows) return true;
     if (mode != SmallConv::Auto) return false;
     const bool tr = kind == ConvKind::Transposed;
+    if (tr && g.taps_disjoint() && g.stride.back() <= 2 && g.out_numel() >= kRowsDisjointMinPositions) return false;
     const std::int64_t Cr = tr ? g.Og : g.Ig, Cd = tr ? g.Ig : g.Og;
     const std::int64_t cp = rows_padded_channels(Cd, elem_bytes);
-    const std::int64_t max_result = kind == ConvKind::WeightGrad ? kRowsMaxGradResult : kRowsMaxResult;
+    std::int64_t strides = 1;
+    for (std::int64_t s : g.stride) strides *= s;
+    const bool many_taps = g.kernel_numel() >= kRowsTransposedTaps * strides;
+    const std::int64_t max_result = kind == ConvKind::WeightGrad || (tr && many_taps) ? kRowsMaxGradResult : kRowsMaxResult;
     return std::min(Cr, Cd) >= kRowsMinChannels && Cd <= max_result && 4 * Cd > 3 * cp &&
            Cr * cp * static_cast<std::int64_t>(elem_bytes) <= kRowsTapBytes;
 }
