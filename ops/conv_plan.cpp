@@ -75,11 +75,12 @@ bool small_fits(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, Tr
 // where the taps are disjoint and the last axis's stride at most 2 (a result position takes
 // one tap, and the GEMM path's col2im is one copy or interleave: it won 1.1-2.4x on k2 s2
 // layers; at stride 3 its scatter is element by element, and k3 s3 layers went both ways)
-// on images of kRowsDisjointMinPositions input positions or more (on 4 x 4 images the
-// channel rows won, 0.7-0.8), and up to kRowsMaxGradResult result channels
-// where a result position takes kRowsTransposedTaps taps or more on average (∏K / ∏s: k3 s2,
-// k4 s2, k8 s4 1-D, k3 s1), where the GEMM's reduction, the o-side channels, is short
-// beside its col traffic (rows took 0.31-0.96 of its time with 96 and 128 result channels).
+// on input images of kRowsSmallImage positions or more (on 4 x 4 images the channel rows
+// won, 0.7-0.8), and up to kRowsMaxGradResult result channels where a result position takes
+// kRowsTransposedTaps taps or more on average (∏K / ∏s: k3 s2, k4 s2, k8 s4 1-D, k3 s1) or
+// the input image is small, where the GEMM's reduction, the o-side channels, is short beside
+// its col traffic (rows took 0.31-0.96 of its time with 96 and 128 result channels; k4 s3 on
+// 4 x 4 images 0.48-0.54, on 16 x 16 and 32 x 32 ones 1.04-1.24).
 // Measured against both other paths in bench/RESULTS.md.
 bool rows_fits(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, TransposedAlgo algo, SmallConv mode) {
     if (g.Ig == 1 && g.Og == 1) return false;
@@ -87,12 +88,12 @@ bool rows_fits(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, Tra
     if (mode == SmallConv::Rows) return true;
     if (mode != SmallConv::Auto) return false;
     const bool tr = kind == ConvKind::Transposed;
-    if (tr && g.taps_disjoint() && g.stride.back() <= 2 && g.out_numel() >= kRowsDisjointMinPositions) return false;
+    if (tr && g.taps_disjoint() && g.stride.back() <= 2 && g.out_numel() >= kRowsSmallImage) return false;
     const std::int64_t Cr = tr ? g.Og : g.Ig, Cd = tr ? g.Ig : g.Og;
     const std::int64_t cp = rows_padded_channels(Cd, elem_bytes);
     std::int64_t strides = 1;
     for (std::int64_t s : g.stride) strides *= s;
-    const bool many_taps = g.kernel_numel() >= kRowsTransposedTaps * strides;
+    const bool many_taps = g.kernel_numel() >= kRowsTransposedTaps * strides || g.out_numel() < kRowsSmallImage;
     const std::int64_t max_result = kind == ConvKind::WeightGrad || (tr && many_taps) ? kRowsMaxGradResult : kRowsMaxResult;
     return std::min(Cr, Cd) >= kRowsMinChannels && Cd <= max_result && 4 * Cd > 3 * cp &&
            Cr * cp * static_cast<std::int64_t>(elem_bytes) <= kRowsTapBytes;

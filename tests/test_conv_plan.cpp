@@ -265,9 +265,10 @@ TEST_CASE("conv plan: the channel-row rule", "[conv_plan]") {
     // forward geometry with C_in result and C_out reduction channels of the transposed call):
     // 128 result channels from 64 or 48 o-side ones on the channel rows where a position takes
     // kRowsTransposedTaps taps or more (3x3 stride 1: 9; 4x4 stride 2: 4), the GEMM path where
-    // fewer (4x4 stride 3: 16/9); disjoint taps (2x2 stride 2) leave the channel rows even at
-    // 64 result channels, unless the input image has fewer than kRowsDisjointMinPositions
-    // positions (4 x 4) or the last stride is 3 (3x3 stride 3: element by element scatters).
+    // fewer (4x4 stride 3: 16/9) unless the input image has fewer than kRowsSmallImage
+    // positions (4 x 4); disjoint taps (2x2 stride 2) leave the channel rows even at 64 result
+    // channels, unless the image is small or the last stride is 3 (3x3 stride 3: element by
+    // element scatters).
     auto strided = [](std::int64_t Ci, std::int64_t Co, std::int64_t X, std::int64_t K, std::int64_t s) {
         return ConvGeometry::forward(
             {.N = 8, .C_in = Ci, .C_out = Co, .in_size = {X, X}, .kernel = {K, K}, .stride = {s, s}});
@@ -275,6 +276,7 @@ TEST_CASE("conv plan: the channel-row rule", "[conv_plan]") {
     CHECK(plan(ConvKind::Transposed, conv2d(16, 128, 64, 32, 3)).strategy == ConvStrategy::Rows);
     CHECK(plan(ConvKind::Transposed, strided(128, 48, 32, 4, 2)).strategy == ConvStrategy::Rows);
     CHECK(plan(ConvKind::Transposed, strided(128, 48, 31, 4, 3)).strategy != ConvStrategy::Rows);
+    CHECK(plan(ConvKind::Transposed, strided(128, 48, 13, 4, 3)).strategy == ConvStrategy::Rows);
     CHECK(plan(ConvKind::Transposed, strided(64, 48, 31, 4, 3)).strategy == ConvStrategy::Rows);
     CHECK(plan(ConvKind::Transposed, strided(64, 64, 32, 2, 2)).strategy != ConvStrategy::Rows);
     CHECK(plan(ConvKind::Transposed, strided(64, 64, 8, 2, 2)).strategy == ConvStrategy::Rows);

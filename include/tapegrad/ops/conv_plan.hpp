@@ -113,6 +113,6 @@ inline constexpr double kSmallMinMacs = 65536, kSmallWaste = 1.5;
 // The channel-row rule's limits (see plan_conv).
 inline constexpr std::int64_t kRowsMinChannels = 16, kRowsMaxResult = 64, kRowsMaxGradResult = 128, kRowsTapBytes = 32 << 10,
                               kRowsOverSmall = 32, kRowsTransposedTaps = 2,
-                              kRowsDisjointMinPositions = 64;
+                              kRowsSmallImage = 64;
 
 }  // namespace tg
