@@ -101,11 +101,58 @@ private:
     std::int64_t runs_ = 0;
 };
 
-// im2col's lists of one (geometry, tile shape, columns, layout): one per tap, made on first use.
-struct TapLists {
-    std::vector<std::vector<vec::LaneRun>> taps;
+// Lists of runs for one key, each made on first use: im2col's one per tap of one (geometry,
+// tile shape, columns, layout), the tap runs' one per piece shape.
+struct LaneRunLists {
+    std::vector<std::vector<vec::LaneRun>> lists;
     std::vector<char> built;
 };
+
+// The `n` lists of `key` in `cache`.
+LaneRunLists& find_lists(RunCache<LaneRunLists>& cache, const std::vector<std::int64_t>& key, std::size_t n) {
+    bool fresh = false;
+    LaneRunLists& l = cache.find(key, fresh);
+    if (fresh) {
+        l.lists.resize(n);
+        l.built.assign(n, 0);
+    }
+    return l;
+}
+
+// List e of `l`, made by make(list) the first time.
+template <class F>
+const std::vector<vec::LaneRun>& list_of(RunCache<LaneRunLists>& cache, LaneRunLists& l, std::size_t e, F&& make) {
+    if (!l.built[e]) {
+        make(l.lists[e]);
+        l.built[e] = 1;
+        cache.added(static_cast<std::int64_t>(l.lists[e].size()));
+    }
+    return l.lists[e];
+}
+
+// The weight gradient's colᵀ where the last axis has dilation 1: position j's last-axis taps
+// [ka, kb) of outer tap ko read kb − ka consecutive input elements, a run that lands whole in
+// colᵀ's row for j. One list per (ko, ka, kb) over tile columns [c0, c1), at dst offsets
+// (c − c0)·ld, src as in list_segments (from the start of the row's channel plane in image 0).
+void list_tap_runs(const Axes& ax, const ColTile& tile, std::int64_t ko, std::int64_t ka, std::int64_t kb, std::int64_t c0,
+                   std::int64_t c1, std::int64_t ld, std::vector<vec::LaneRun>& out) {
+    out.clear();
+    const int L = ax.D - 1;
+    std::int64_t k[kMaxD];
+    ax.unravel(ko * ax.K[L], ax.K, k);  // the outer tap with last-axis tap 0
+    const std::int64_t s = ax.s[L], XL = ax.X[L], image = ax.Ctot * ax.Xn, len = kb - ka;
+    for_images(tile, c0, c1, [&](std::int64_t ni, std::int64_t q0, std::int64_t q1, std::int64_t c) {
+        ax.for_runs(q0, q1, k, [&](std::int64_t at, std::int64_t n, bool ok, std::int64_t off, std::int64_t a0,
+                                   std::int64_t kbase) {
+            for (std::int64_t t = 0; t < n; ++t) {
+                const std::int64_t x0 = (a0 + t) * s + kbase + ka;  // the input element of lane 0
+                const std::int64_t lo = ok ? std::clamp<std::int64_t>(-x0, 0, len) : 0;
+                const std::int64_t hi = ok ? std::clamp<std::int64_t>(XL - x0, lo, len) : 0;
+                out.push_back({hi > lo ? ni * image + off + x0 + lo : 0, (c + at + t - c0) * ld, len, lo, hi});
+            }
+        });
+    });
+}
 
 // The geometry's part of a key: everything an Axes walk depends on.
 void geometry_key(const Axes& ax, std::vector<std::int64_t>& key) {
@@ -213,6 +260,12 @@ void list_key(const Axes& ax, const ColTile& tile, std::int64_t c0, std::int64_t
 // replayed for about kChunkFloats elements, in at most kPlainFloats (256 KiB of f32), before
 // the transpose.
 constexpr std::int64_t kChunkFloats = 64, kPlainFloats = std::int64_t{1} << 16;
+// The weight gradient's colᵀ takes each position's last-axis taps as one run (list_tap_runs)
+// where that axis has dilation 1, a stride of at least kTapRunMinStride (below it the
+// plain rows' copies are vectors) and at least kTapRunMinTaps taps (audio1d_k16s8's weight
+// gradient 34.6 -> 30.9 ms, AVX2 49.7 -> 47.9; k8 s4 1-D layers 0.94-1.02; 4 taps went both
+// ways, 0.94-1.06: a run's fixed cost).
+constexpr std::int64_t kTapRunMinStride = 3, kTapRunMinTaps = 8;
 
 template <class T>
 void im2col_ncx(const ConvGeometry& g, const T* x, const ColTile& tile, std::int64_t group, std::int64_t r0,
@@ -225,28 +278,55 @@ void im2col_ncx(const ConvGeometry& g, const T* x, const ColTile& tile, std::int
     // (the weight gradient's colᵀ: col's rows become panel columns), made as plain rows and
     // transposed a panel at a time.
     const bool transposing = cols.ld != 1;
+    auto plane = [&](std::int64_t i) { return x + (tile.n0 * ax.Ctot + group * g.Ig + i) * ax.Xn; };
+    const std::int64_t KL = ax.K[ax.D - 1];
+    if (transposing && ax.d[ax.D - 1] == 1 && sl >= kTapRunMinStride && KL >= kTapRunMinTaps && rows.ld == 1 &&
+        rows.panel > 0) {
+        // Each panel row (a position) takes its taps' runs straight from the input, one list per
+        // piece shape (outer tap, last-axis taps) replayed for every channel and panel.
+        thread_local RunCache<LaneRunLists> tcache;
+        thread_local std::vector<std::int64_t> tkey;
+        list_key(ax, tile, c0, c1, cols, tkey);
+        LaneRunLists& tl = find_lists(tcache, tkey, static_cast<std::size_t>(ax.Kn / KL * (KL + 1) * (KL + 1)));
+        // Rows [r, r + kb − ka) of the panel at pd (from its row p0), taps [ka, kb) of outer
+        // tap ko, for `count` channels from r's, ∏K rows apart.
+        auto copy = [&](T* pd, std::int64_t p0, std::int64_t r, std::int64_t ko, std::int64_t ka, std::int64_t kb,
+                        std::int64_t count) {
+            const std::size_t e = static_cast<std::size_t>((ko * (KL + 1) + ka) * (KL + 1) + kb);
+            const std::vector<vec::LaneRun>& runs = list_of(tcache, tl, e, [&](std::vector<vec::LaneRun>& out) {
+                list_tap_runs(ax, tile, ko, ka, kb, c0, c1, cols.ld, out);
+            });
+            vk.copy_runs(runs.data(), static_cast<std::int64_t>(runs.size()), plane(r / ax.Kn), 1, pd + (r - p0), count, ax.Xn,
+                         ax.Kn);
+        };
+        for (std::int64_t p0 = r0; p0 < r1; p0 += rows.panel) {
+            T* const pd = dst + rows.offset(p0 - r0);
+            const std::int64_t p1 = std::min(r1, p0 + rows.panel);
+            for (std::int64_t r = p0; r < p1;) {
+                const std::int64_t whole = r % ax.Kn == 0 ? (p1 - r) / ax.Kn : 0;  // whole channels from r on
+                if (whole > 0) {
+                    for (std::int64_t ko = 0; ko < ax.Kn / KL; ++ko) copy(pd, p0, r + ko * KL, ko, 0, KL, whole);
+                    r += whole * ax.Kn;
+                    continue;
+                }
+                const std::int64_t kf = r % ax.Kn, ko = kf / KL, ka = kf % KL, kb = std::min(KL, ka + (p1 - r));
+                copy(pd, p0, r, ko, ka, kb, 1);
+                r += kb - ka;
+            }
+        }
+        return;
+    }
     // Rows r = i·∏K + kf: each tap's runs are listed once (and kept, see RunCache), then
     // replayed for each channel.
     const PanelLayout cl = transposing ? PanelLayout{1} : cols;
-    thread_local RunCache<TapLists> cache;
+    thread_local RunCache<LaneRunLists> cache;
     thread_local std::vector<std::int64_t> key;
     list_key(ax, tile, c0, c1, cl, key);
-    bool fresh = false;
-    TapLists& lists = cache.find(key, fresh);
-    if (fresh) {
-        lists.taps.resize(static_cast<std::size_t>(ax.Kn));
-        lists.built.assign(static_cast<std::size_t>(ax.Kn), 0);
-    }
+    LaneRunLists& lists = find_lists(cache, key, static_cast<std::size_t>(ax.Kn));
     auto runs_of = [&](std::int64_t kf) -> const std::vector<vec::LaneRun>& {  // tap kf's runs
-        const std::size_t k = static_cast<std::size_t>(kf);
-        if (!lists.built[k]) {
-            list_segments(ax, tile, kf, c0, c1, cl, lists.taps[k]);
-            lists.built[k] = 1;
-            cache.added(static_cast<std::int64_t>(lists.taps[k].size()));
-        }
-        return lists.taps[k];
+        return list_of(cache, lists, static_cast<std::size_t>(kf),
+                       [&](std::vector<vec::LaneRun>& out) { list_segments(ax, tile, kf, c0, c1, cl, out); });
     };
-    auto plane = [&](std::int64_t i) { return x + (tile.n0 * ax.Ctot + group * g.Ig + i) * ax.Xn; };
     // Rows [q0, q1) to d + rl.offset(r − q0): each tap's runs, replayed for its channels.
     auto fill = [&](std::int64_t q0, std::int64_t q1, T* d, const PanelLayout& rl) {
         for (std::int64_t l = 0; l < std::min(ax.Kn, q1 - q0); ++l) {

@@ -255,6 +255,44 @@ TEST_CASE("the weight gradient's im2col in chunks of panels matches the referenc
     }
 }
 
+// Where the last axis has dilation 1, a stride of 3 or more and 8 taps or more, the weight
+// gradient's colᵀ takes each position's last-axis taps as one run from the input
+// (list_tap_runs): 1-D to 3-D, pads cutting runs at both ends, ∏K of 16, 18, 24 and 32
+// against panels of 16 and 32 rows (pieces of a channel's taps in two panels), groups, tiles
+// of part of an image (a small budget) and of several images. At every instruction set against the
+// reference, and one o-side element left out must be seen.
+TEST_CASE("the weight gradient's tap runs match the reference at every instruction set, and a planted error is caught",
+          "[kernels][simd]") {
+    const tg::testing::IsaGuard restore;
+    const SmallConvGuard sc(SmallConv::Never);
+    std::mt19937_64 rng(7171);
+    const std::vector<ConvConfig> rows = {
+        {"1d k16 s8 p4 (audio1d_k16s8's)", 2, 1, 5, 3, {{40, 16, 8, 1, 4, 4}}},
+        {"2d k3x8 s2x3", 3, 1, 4, 2, {{9, 3, 2, 1, 1, 1}, {30, 8, 3, 1, 2, 2}}},
+        {"2d k2x9 s1x4 groups 2", 2, 2, 3, 2, {{6, 2, 1}, {40, 9, 4, 1, 3, 3}}},
+        {"3d k2x2x8 s2x2x4", 1, 1, 3, 2, {{5, 2, 2}, {4, 2, 2, 1, 1, 0}, {30, 8, 4, 1, 2, 1}}},
+        {"1d k10 s3 tiles", 2, 1, 7, 2, {{200, 10, 3, 1, 4, 4}}, 3000},
+    };
+    const std::vector<simd::Isa> isas = tg::testing::tested_isas();
+    for (const ConvConfig& c : rows) {
+        const WorkspaceGuard ws(c.budget);
+        const ConvGeometry g = forward_geometry(c, Layout::NCX);
+        check_against_reference(g, DType::f32, rng, describe(c, Layout::NCX, DType::f32), isas);
+        const Tensor x = rounded(random_tensor(g.in_shape(), rng), DType::f32);
+        Tensor u = rounded(random_tensor(g.out_shape(), rng), DType::f32);
+        const Tensor scale = reference::conv_weight_grad(abs_tensor(x), abs_tensor(u), g);
+        std::vector<double> uv = u.values();
+        uv[0] = 0;
+        const Tensor planted = reference::conv_weight_grad(x, Tensor::from(u.shape(), uv, DType::f64), g);
+        for (simd::Isa isa : isas) {
+            simd::force(isa);
+            INFO(c.name << " at " << simd::isa_name(isa) << ": a planted error");
+            CHECK(out_of_tolerance(conv_weight_grad(x.to(DType::f32), u.to(DType::f32), g).to(DType::f64), planted, scale,
+                                   factor_for(DType::f32, g)) > 0);
+        }
+    }
+}
+
 // Bitwise for f32 (tapegrad's GEMM sums every element in the same order however the work is
 // split) when the tiling does not depend on the team: a small workspace budget is divided
 // between the threads' buffers, so those rows (and f64 on OpenBLAS, whose kernels depend on
