@@ -256,8 +256,8 @@ TEST_CASE("the weight gradient's im2col in chunks of panels matches the referenc
 }
 
 // Where the last axis has dilation 1, a stride of 3 or more and 8 taps or more, the weight
-// gradient's colᵀ takes each position's last-axis taps as one run from the input
-// (list_tap_runs): 1-D to 3-D, pads cutting runs at both ends, ∏K of 16, 18, 24 and 32
+// gradient's colᵀ and the forward's col (through a transposed block) take each position's
+// last-axis taps as one run from the input (list_tap_runs): 1-D to 3-D, pads cutting runs at both ends, ∏K of 16, 18, 24 and 32
 // against panels of 16 and 32 rows (pieces of a channel's taps in two panels), groups, tiles
 // of part of an image (a small budget) and of several images. At every instruction set against the
 // reference, and one o-side element left out must be seen.
