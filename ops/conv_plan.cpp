@@ -80,23 +80,32 @@ bool small_fits(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, Tr
 // kRowsTransposedTaps taps or more on average (∏K / ∏s: k3 s2, k4 s2, k8 s4 1-D, k3 s1) or
 // the input image is small, where the GEMM's reduction, the o-side channels, is short beside
 // its col traffic (rows took 0.31-0.96 of its time with 96 and 128 result channels; k4 s3 on
-// 4 x 4 images 0.48-0.54, on 16 x 16 and 32 x 32 ones 1.04-1.24).
-// Measured against both other paths in bench/RESULTS.md.
+// 4 x 4 images 0.48-0.54, on 16 x 16 and 32 x 32 ones 1.04-1.24). The forward call: up to
+// kRowsMaxGradResult result channels on 2-D and 3-D layers but those of disjoint taps, with
+// a tap block below kRowsTapBytes (0.60-0.97 of the GEMM path's time on 40 layers of 96 and
+// 128 result channels from 32-64; k2 s2 on 16 x 16 and 32 x 32 images 1.05-1.31; blocks of
+// 128 x 64, the limit, lost at AVX2: dcgan_g3 1.04, a 3-D layer 1.18); 1-D layers keep
+// kRowsMaxResult (a 1-D 32 -> 128 k3 layer of 512 positions lost, 1.13-1.22). Measured against both other paths in
+// bench/RESULTS.md.
 bool rows_fits(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, TransposedAlgo algo, SmallConv mode) {
     if (g.Ig == 1 && g.Og == 1) return false;
     if (kind == ConvKind::Transposed && algo != TransposedAlgo::Auto) return false;
     if (mode == SmallConv::Rows) return true;
     if (mode != SmallConv::Auto) return false;
     const bool tr = kind == ConvKind::Transposed;
-    if (tr && g.taps_disjoint() && g.stride.back() <= 2 && g.out_numel() >= kRowsSmallImage) return false;
+    const bool small_image = g.out_numel() < kRowsSmallImage;
+    const bool disjoint = g.taps_disjoint() && g.stride.back() <= 2 && !small_image;
+    if (tr && disjoint) return false;
     const std::int64_t Cr = tr ? g.Og : g.Ig, Cd = tr ? g.Ig : g.Og;
     const std::int64_t cp = rows_padded_channels(Cd, elem_bytes);
     std::int64_t strides = 1;
     for (std::int64_t s : g.stride) strides *= s;
-    const bool many_taps = g.kernel_numel() >= kRowsTransposedTaps * strides || g.out_numel() < kRowsSmallImage;
-    const std::int64_t max_result = kind == ConvKind::WeightGrad || (tr && many_taps) ? kRowsMaxGradResult : kRowsMaxResult;
-    return std::min(Cr, Cd) >= kRowsMinChannels && Cd <= max_result && 4 * Cd > 3 * cp &&
-           Cr * cp * static_cast<std::int64_t>(elem_bytes) <= kRowsTapBytes;
+    const std::int64_t tap_bytes = Cr * cp * static_cast<std::int64_t>(elem_bytes);
+    const bool wide = kind == ConvKind::WeightGrad ||
+                      (tr ? g.kernel_numel() >= kRowsTransposedTaps * strides || small_image
+                          : g.D() >= 2 && !disjoint && tap_bytes < kRowsTapBytes);
+    const std::int64_t max_result = wide ? kRowsMaxGradResult : kRowsMaxResult;
+    return std::min(Cr, Cd) >= kRowsMinChannels && Cd <= max_result && 4 * Cd > 3 * cp && tap_bytes <= kRowsTapBytes;
 }
 
 // Columns per tile: buffers of about a core's L2 per thread (tiles do not grow with N, so

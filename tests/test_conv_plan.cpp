@@ -253,12 +253,22 @@ TEST_CASE("conv plan: the channel-row rule", "[conv_plan]") {
     }
     // dcgan_g3 (128 -> 64 transposed): the transposed call sums 128 channels into 64 (a block
     // of 128·64 floats, 32 KiB: in); the forward one 64 into 128 result channels (past
-    // kRowsMaxResult: the GEMM path), the weight gradient too but within kRowsMaxGradResult
-    // (64 · 128 floats, 32 KiB: in). In f64 the transposed block is 64 KiB: out.
+    // kRowsMaxResult; a 2-D forward layer may have up to kRowsMaxGradResult, but with a tap
+    // block below kRowsTapBytes: out), the weight gradient too (64 · 128 floats, 32 KiB: in).
+    // In f64 the transposed block is 64 KiB: out. A 2-D forward layer of 48 -> 128 channels
+    // (24 KiB) takes the channel rows; a 1-D one keeps kRowsMaxResult, and so does a 2-D one
+    // of disjoint taps (2x2 stride 2 on a 16 x 16 result).
     const ConvGeometry g3 = conv2d(16, 64, 128, 32, 4);
     CHECK(plan(ConvKind::Transposed, g3).strategy == ConvStrategy::Rows);
     CHECK(plan(ConvKind::Forward, g3).strategy != ConvStrategy::Rows);
+    CHECK(plan(ConvKind::Forward, conv2d(16, 48, 128, 32, 4)).strategy == ConvStrategy::Rows);
     CHECK(plan(ConvKind::WeightGrad, g3).strategy == ConvStrategy::Rows);
+    const ConvGeometry conv1d = ConvGeometry::forward(
+        {.N = 8, .C_in = 32, .C_out = 128, .in_size = {512}, .kernel = {3}, .pads_begin = {1}, .pads_end = {1}});
+    CHECK(plan(ConvKind::Forward, conv1d).strategy != ConvStrategy::Rows);
+    CHECK(plan(ConvKind::Forward, ConvGeometry::forward({.N = 8, .C_in = 32, .C_out = 128, .in_size = {32, 32},
+                                                         .kernel = {2, 2}, .stride = {2, 2}}))
+              .strategy != ConvStrategy::Rows);
     CHECK(plan(ConvKind::WeightGrad, conv2d(16, 80, 128, 32, 4)).strategy != ConvStrategy::Rows);  // 80 · 128 floats: 40 KiB
     CHECK(plan(ConvKind::Transposed, g3, SmallConv::Auto, 8).strategy != ConvStrategy::Rows);
     // The transposed call by its taps per result position (∏K / ∏s) and disjoint taps (a
