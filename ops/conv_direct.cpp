@@ -24,8 +24,6 @@ std::vector<T> taps_major(const ConvGeometry& g, const T* w) {
     return wt;
 }
 
-std::int64_t part(std::int64_t n, std::int64_t t, std::int64_t T) { return n * t / T; }
-
 // Multiply-adds of a depthwise call; about a millisecond's worth is needed for a team.
 int threads_for(const ConvGeometry& g) {
     return team_size(static_cast<double>(g.N) * g.G * g.out_numel() * g.kernel_numel(), 1e6);
@@ -98,7 +96,7 @@ void depthwise_transposed(const ConvGeometry& g, const T* u, const T* w, T* r) {
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (std::int64_t unit = 0; unit < N * chunks; ++unit) {
         const std::int64_t n = unit / chunks, ch = unit % chunks;
-        const std::int64_t c0 = part(G, ch, chunks), c1 = part(G, ch + 1, chunks);
+        const std::int64_t c0 = team_part(G, ch, chunks), c1 = team_part(G, ch + 1, chunks);
         for (std::int64_t j = 0; j < P; ++j) {
             const T* ur = u + (n * P + j) * G;
             ax.for_taps(j, [&](std::int64_t kf, std::int64_t off) {
@@ -138,7 +136,7 @@ void depthwise_weight_grad(const ConvGeometry& g, const T* x, const T* u, T* dw)
     const std::int64_t chunks = std::min<std::int64_t>(G, nt);
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (std::int64_t ch = 0; ch < chunks; ++ch) {
-        const std::int64_t c0 = part(G, ch, chunks), c1 = part(G, ch + 1, chunks);
+        const std::int64_t c0 = team_part(G, ch, chunks), c1 = team_part(G, ch + 1, chunks);
         for (std::int64_t n = 0; n < N; ++n)
             for (std::int64_t j = 0; j < P; ++j) {
                 const T* ur = u + (n * P + j) * G;

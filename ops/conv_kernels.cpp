@@ -76,9 +76,6 @@ void zero_panel_tail(T* dst, std::int64_t n, std::int64_t width, std::int64_t kc
     for (std::int64_t k = 0; k < kc; ++k) std::fill(last + k * width + used, last + (k + 1) * width, T(0));
 }
 
-// [lo, hi) of part t of T equal parts of n.
-inline std::int64_t part(std::int64_t n, int t, int T) { return n * t / T; }
-
 // The buffers and operands of one kernel call, shared by the threads of a team.
 template <class T>
 struct Step {
@@ -113,7 +110,7 @@ void group_step(const Step<T>& s, const ColTile& tile, std::int64_t grp, T* col,
     const ConvGeometry& g = s.g;
     const std::int64_t P = s.os.P, R = g.R(), Og = g.Og, C = tile.cols(), Ig = g.Ig;
     const bool nxc = g.layout == Layout::NXC;
-    const std::int64_t c0 = part(C, t, nt), c1 = part(C, t + 1, nt);
+    const std::int64_t c0 = team_part(C, t, nt), c1 = team_part(C, t + 1, nt);
     const T* wg = s.wm + grp * Og * R;
     auto barrier = [nt] {
         if (nt > 1) {
@@ -128,7 +125,7 @@ void group_step(const Step<T>& s, const ColTile& tile, std::int64_t grp, T* col,
     else { om = s.os.ncx(s.o, tile, grp); ldo = P; }
 
     if (staged && s.kind != ConvKind::Forward) {
-        s.os.gather(s.o, tile, grp, stage, part(Og, t, nt), part(Og, t + 1, nt));
+        s.os.gather(s.o, tile, grp, stage, team_part(Og, t, nt), team_part(Og, t + 1, nt));
         barrier();
     }
     // NCX runs im2col inside the GEMM's packing (no column buffer); NXC builds the columns.
@@ -146,7 +143,7 @@ void group_step(const Step<T>& s, const ColTile& tile, std::int64_t grp, T* col,
                              ldo);
                 if (staged) {
                     barrier();
-                    s.os.scatter(stage, tile, grp, s.o, part(Og, t, nt), part(Og, t + 1, nt));
+                    s.os.scatter(stage, tile, grp, s.o, team_part(Og, t, nt), team_part(Og, t + 1, nt));
                 }
             } else {  // y_g[c × Og] = col[c × R] · Wk_gᵀ[R × Og]
                 gemm<T>(false, true, c1 - c0, Og, R, T(1), col + c0 * R, R, wg, R, T(0), om + c0 * ldo, ldo);
@@ -165,17 +162,16 @@ void group_step(const Step<T>& s, const ColTile& tile, std::int64_t grp, T* col,
             // col2im work units: (image, channel chunk) pairs, channels split only as far as
             // the team needs (a call lists its runs once for all its channels).
             const std::int64_t chunks = std::min<std::int64_t>(Ig, (nt + tile.nb - 1) / tile.nb);
-            const std::int64_t units = tile.nb * chunks, u0 = part(units, t, nt), u1 = part(units, t + 1, nt);
+            const std::int64_t units = tile.nb * chunks, u0 = team_part(units, t, nt), u1 = team_part(units, t + 1, nt);
             for (std::int64_t u = u0; u < u1; ++u) {
                 const std::int64_t ni = u / chunks, ch = u % chunks;
-                const std::int64_t i0 = part(Ig, static_cast<int>(ch), static_cast<int>(chunks)),
-                                   i1 = part(Ig, static_cast<int>(ch) + 1, static_cast<int>(chunks));
+                const std::int64_t i0 = team_part(Ig, ch, chunks), i1 = team_part(Ig, ch + 1, chunks);
                 col2im(g, nxc ? col : col + i0 * g.kernel_numel() * C, tile, grp, ni, ni + 1, i0, i1, s.x);
             }
             break;
         }
         case ConvKind::WeightGrad: {
-            const std::int64_t r0 = part(R, t, nt), r1 = part(R, t + 1, nt);
+            const std::int64_t r0 = team_part(R, t, nt), r1 = team_part(R, t + 1, nt);
             T* dw = const_cast<T*>(wg);
             if (!nxc) {  // dW_g[Og × r] += u_g[Og × C] · colᵀ[C × r], colᵀ made panel by panel
                 auto cols_t = [&](std::int64_t k0, std::int64_t kc, std::int64_t j0, std::int64_t n, std::int64_t width,
@@ -274,7 +270,7 @@ void run_by_partials(Exec<T>& e) {
         const int id = omp_get_thread_num(), team = omp_get_num_threads();
 #pragma omp for schedule(static)
         for (std::int64_t u = 0; u < e.units(); ++u) unit(u, e.col_of(id), e.stage_of(id));
-        reduce(part(wsize, id, team), part(wsize, id + 1, team));
+        reduce(team_part(wsize, id, team), team_part(wsize, id + 1, team));
     }
 }
 
@@ -284,7 +280,7 @@ void run_by_images(Exec<T>& e) {  // tiles are chunks of one image each (nb = 1)
 #pragma omp parallel num_threads(e.p.team)
     {
         const int id = omp_get_thread_num(), team = omp_get_num_threads();
-        const std::int64_t n0 = part(e.g.N, id, team), n1 = part(e.g.N, id + 1, team);
+        const std::int64_t n0 = team_part(e.g.N, id, team), n1 = team_part(e.g.N, id + 1, team);
         for (const ColTile& tile : e.p.tiles)
             if (tile.n0 >= n0 && tile.n0 < n1)
                 for (std::int64_t grp = 0; grp < e.g.G; ++grp) group_step(s, tile, grp, e.col_of(id), e.stage_of(id), 0, 1);
@@ -299,7 +295,7 @@ void run_by_channels(Exec<T>& e) {  // col split by rows (ConvPlan::col_part)
 #pragma omp parallel num_threads(e.p.team)
     {
         const int id = omp_get_thread_num(), team = omp_get_num_threads();
-        const std::int64_t i0 = part(g.Ig, id, team), i1 = part(g.Ig, id + 1, team);
+        const std::int64_t i0 = team_part(g.Ig, id, team), i1 = team_part(g.Ig, id + 1, team);
         const std::int64_t at = e.p.channel_col_offset(g, id, team);  // this thread's part of col
         std::vector<PackedA<T>> mine;  // each group's Wm_gᵀ rows of these channels
         for (std::int64_t grp = 0; grp < g.G; ++grp) mine.emplace_back(true, (i1 - i0) * Kn, Og, e.w + grp * Og * R + i0 * Kn, R);

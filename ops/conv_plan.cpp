@@ -66,27 +66,22 @@ bool small_fits(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, Tr
 
 // The rule for the channel-row kernels: NCX and NXC calls (the weight gradient's result
 // channels are the forward call's) with at least kRowsMinChannels channels per group a side;
-// at most kRowsMaxResult result channels (more and the GEMM's blocking wins; the weight
-// gradient kRowsMaxGradResult: 128 result channels won on every layer measured, 0.67-0.90 of
-// the GEMM path's time at 1 and 2 threads, while 1-D forward layers lost), padded to whole
-// vectors of the active instruction set with at most a quarter of them padding; one tap's
-// weight block (reduction channels × padded result channels) within kRowsTapBytes, an L1's
-// share (larger blocks stream from L2 for every register tile). The transposed call: never
-// where the taps are disjoint and the last axis's stride at most 2 (a result position takes
-// one tap, and the GEMM path's col2im is one copy or interleave: it won 1.1-2.4x on k2 s2
-// layers; at stride 3 its scatter is element by element, and k3 s3 layers went both ways)
-// on input images of kRowsSmallImage positions or more (on 4 x 4 images the channel rows
-// won, 0.7-0.8), and up to kRowsMaxGradResult result channels where a result position takes
-// kRowsTransposedTaps taps or more on average (∏K / ∏s: k3 s2, k4 s2, k8 s4 1-D, k3 s1) or
-// the input image is small, where the GEMM's reduction, the o-side channels, is short beside
-// its col traffic (rows took 0.31-0.96 of its time with 96 and 128 result channels; k4 s3 on
-// 4 x 4 images 0.48-0.54, on 16 x 16 and 32 x 32 ones 1.04-1.24). The forward call: up to
-// kRowsMaxGradResult result channels on 2-D and 3-D layers but those of disjoint taps, with
-// a tap block below kRowsTapBytes (0.60-0.97 of the GEMM path's time on 40 layers of 96 and
-// 128 result channels from 32-64; k2 s2 on 16 x 16 and 32 x 32 images 1.05-1.31; blocks of
-// 128 x 64, the limit, lost at AVX2: dcgan_g3 1.04, a 3-D layer 1.18); 1-D layers keep
-// kRowsMaxResult (a 1-D 32 -> 128 k3 layer of 512 positions lost, 1.13-1.22). Measured against both other paths in
-// bench/RESULTS.md.
+// result channels padded to whole vectors of the active instruction set, at most a quarter
+// of them padding; one tap's weight block (reduction channels × padded result channels)
+// within kRowsTapBytes, an L1's share (larger blocks stream from L2 for every register tile);
+// and at most kRowsMaxResult result channels (more and the GEMM's blocking wins), or
+// kRowsMaxGradResult where the GEMM's reduction is short beside its traffic:
+// - the weight gradient always (0.67-0.90 of the GEMM path's time on every layer measured);
+// - the transposed call (its GEMM sums over the o-side channels only) where a result position
+//   takes kRowsTransposedTaps taps or more on average (∏K/∏s: k3 s1, k3 s2, k4 s2, 1-D k8 s4;
+//   0.23-0.96 with 96-128 result channels) or the input image has fewer than kRowsSmallImage
+//   positions (k4 s3 on 4 × 4 images 0.48-0.54, on 16 × 16 and 32 × 32 ones 1.04-1.24);
+// - the forward call on 2-D and 3-D layers with a tap block under kRowsTapBytes (0.59-0.97;
+//   1-D layers lost, 1.13-1.22, and 128 × 64 blocks at AVX2, 1.04-1.18).
+// Disjoint taps at a last-axis stride of at most 2 on images of kRowsSmallImage positions or
+// more (k2 s2): the transposed call never (the GEMM path's col2im is one copy or interleave
+// there: it won 1.1-2.4×; at stride 3 its scatter is element by element), the forward call
+// not past kRowsMaxResult (k2 s2 lost 1.05-1.31). Measured in bench/RESULTS.md.
 bool rows_fits(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, TransposedAlgo algo, SmallConv mode) {
     if (g.Ig == 1 && g.Og == 1) return false;
     if (kind == ConvKind::Transposed && algo != TransposedAlgo::Auto) return false;
@@ -171,7 +166,7 @@ std::int64_t ConvPlan::col_part(const ConvGeometry& g, std::int64_t rows) const 
 
 std::int64_t ConvPlan::channel_col_offset(const ConvGeometry& g, int id, int team) const {
     std::int64_t at = 0;
-    for (int j = 0; j < id; ++j) at += col_part(g, (g.Ig * (j + 1) / team - g.Ig * j / team) * g.kernel_numel());
+    for (int j = 0; j < id; ++j) at += col_part(g, (team_part(g.Ig, j + 1, team) - team_part(g.Ig, j, team)) * g.kernel_numel());
     return at;
 }
 

@@ -287,13 +287,16 @@ void im2col_ncx(const ConvGeometry& g, const T* x, const ColTile& tile, std::int
         // shape (outer tap, last-axis taps) replayed for every channel and panel: the weight
         // gradient's colᵀ panel rows directly; the forward's panels through a position-major
         // block of each panel's columns, transposed.
-        const PanelLayout tl_cols = transposing ? cols : PanelLayout{r1 - r0 + 64 / static_cast<std::int64_t>(sizeof(T)), cols.panel};
+        // Where a column's run lands: colᵀ's row, or the column's row of the block (a panel's
+        // columns, rows one cache line longer than the call's rows, as the plain rows below).
+        const std::int64_t block_ld = r1 - r0 + 64 / static_cast<std::int64_t>(sizeof(T));
+        const PanelLayout tl_cols = transposing ? cols : PanelLayout{block_ld, cols.panel};
         thread_local RunCache<LaneRunLists> tcache;
         thread_local std::vector<std::int64_t> tkey;
         list_key(ax, tile, c0, c1, tl_cols, tkey);
         LaneRunLists& tl = find_lists(tcache, tkey, static_cast<std::size_t>(ax.Kn / KL * (KL + 1) * (KL + 1)));
-        // Rows [p0, p1) (channel rows r = i·∏K + kf, in panels of at most `rp` rows at
-        // d + rl.offset) of columns [ca, cb) (a whole number of wrap periods of tl_cols from c0).
+        // Rows [r0, r1) (r = i·∏K + kf, in panels of `rp` rows at d + rl.offset) of columns
+        // [ca, cb), where ca − c0 is a multiple of tl_cols' panel (their runs then start at d).
         auto fill_taps = [&](std::int64_t ca, std::int64_t cb, T* d, const PanelLayout& rl, std::int64_t rp) {
             // Rows [r, r + kb − ka) at pd (the panel of row p0), taps [ka, kb) of outer tap ko,
             // for `count` channels from r's, ∏K rows apart.
@@ -322,11 +325,10 @@ void im2col_ncx(const ConvGeometry& g, const T* x, const ColTile& tile, std::int
             }
         };
         if (transposing) return fill_taps(c0, c1, dst, rows, rows.panel);
-        // The forward: a panel's columns as position-major rows (one cache line longer than
-        // the call's rows, as the plain rows below), then transposed into the panel
-        // (audio1d_k16s8's forward 34.2 -> 31.7 ms at 1 thread, 17.2 -> 15.6 at 2).
+        // The forward: a panel's columns as position-major rows, then transposed into the
+        // panel (audio1d_k16s8's forward 34.2 -> 31.7 ms at 1 thread, 17.2 -> 15.6 at 2).
         thread_local Buffer<T> block;
-        const std::int64_t ld = tl_cols.ld;
+        const std::int64_t ld = block_ld;
         if (block.size() < cols.panel * ld) block = Buffer<T>(cols.panel * ld);
         for (std::int64_t ca = c0; ca < c1; ca += cols.panel) {
             const std::int64_t cb = std::min(c1, ca + cols.panel);

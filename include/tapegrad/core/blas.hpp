@@ -117,6 +117,10 @@ int num_threads();
 // on a busy machine cost more than they save).
 int team_size(double work, double min_work);
 
+// Where part t of T equal parts of [0, n) starts: part t is [team_part(n, t, T),
+// team_part(n, t + 1, T)), each thread of a team taking its own.
+inline std::int64_t team_part(std::int64_t n, std::int64_t t, std::int64_t T) { return n * t / T; }
+
 // How many times team_size has handed out a team of more than one thread since the start
 // (tests use it to prove that the multi-threaded paths ran).
 std::uint64_t teams_started();
