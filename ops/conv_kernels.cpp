@@ -191,8 +191,8 @@ void group_step(const Step<T>& s, const ColTile& tile, std::int64_t grp, T* col,
 }
 
 // The NCX transposed kernel on the channels i0, .. of group `grp` whose rows of Wm_gᵀ `a`
-// holds (packed by the caller), over a tile: the GEMM makes only those channels' rows of col (
-// u staged in `stage` when the tile spans several images), and col2im adds them into those
+// holds (packed by the caller), over a tile: the GEMM makes only those channels' rows of col
+// (u staged in `stage` when the tile spans several images), and col2im adds them into those
 // channels. Threads that take disjoint channel ranges share nothing, not even a barrier.
 template <class T>
 void transposed_channels(const Step<T>& s, const PackedA<T>& a, const ColTile& tile, std::int64_t grp, std::int64_t i0,

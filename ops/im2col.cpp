@@ -262,11 +262,26 @@ void list_key(const Axes& ax, const ColTile& tile, std::int64_t c0, std::int64_t
 // the transpose.
 constexpr std::int64_t kChunkFloats = 64, kPlainFloats = std::int64_t{1} << 16;
 // The weight gradient's colᵀ and the forward's col take each position's last-axis taps as one
-// run (list_tap_runs) where that axis has dilation 1, a stride of at least kTapRunMinStride (below it the
-// plain rows' copies are vectors) and at least kTapRunMinTaps taps (audio1d_k16s8's weight
-// gradient 34.6 -> 30.9 ms, AVX2 49.7 -> 47.9; k8 s4 1-D layers 0.94-1.02; 4 taps went both
-// ways, 0.94-1.06: a run's fixed cost).
+// run (list_tap_runs) where that axis has dilation 1, a stride of at least kTapRunMinStride
+// (below it the plain rows' copies are vectors) and at least kTapRunMinTaps taps
+// (audio1d_k16s8's weight gradient 34.6 -> 30.9 ms, AVX2 49.7 -> 47.9; k8 s4 1-D layers
+// 0.94-1.02; 4 taps went both ways, 0.94-1.06: a run's fixed cost).
 constexpr std::int64_t kTapRunMinStride = 3, kTapRunMinTaps = 8;
+
+// Rows of n elements filled before a transpose are laid one cache line longer: rows that lie
+// a multiple of 4 KiB apart (n = 256, ∏K = 16: a tap's rows, ∏K rows apart) had their stores
+// all fall in one L1 set.
+template <class T>
+std::int64_t plain_ld(std::int64_t n) {
+    return n + 64 / static_cast<std::int64_t>(sizeof(T));
+}
+// The rows filled there, per thread, kept between calls.
+template <class T>
+T* plain_rows(std::int64_t elems) {
+    thread_local Buffer<T> plain;
+    if (plain.size() < elems) plain = Buffer<T>(elems);
+    return plain.data();
+}
 
 template <class T>
 void im2col_ncx(const ConvGeometry& g, const T* x, const ColTile& tile, std::int64_t group, std::int64_t r0,
@@ -285,12 +300,11 @@ void im2col_ncx(const ConvGeometry& g, const T* x, const ColTile& tile, std::int
         (transposing ? rows.ld == 1 && rows.panel > 0 : cols.ld == 1 && cols.panel > 0 && rows.panel == 0)) {
         // Each position takes its taps' runs straight from the input, one list per piece
         // shape (outer tap, last-axis taps) replayed for every channel and panel: the weight
-        // gradient's colᵀ panel rows directly; the forward's panels through a position-major
-        // block of each panel's columns, transposed.
-        // Where a column's run lands: colᵀ's row, or the column's row of the block (a panel's
-        // columns, rows one cache line longer than the call's rows, as the plain rows below).
-        const std::int64_t block_ld = r1 - r0 + 64 / static_cast<std::int64_t>(sizeof(T));
-        const PanelLayout tl_cols = transposing ? cols : PanelLayout{block_ld, cols.panel};
+        // gradient's colᵀ panel rows directly; the forward's panels through position-major
+        // rows of each panel's columns (plain rows of the call's rows), transposed. Where a
+        // column's run lands: colᵀ's row, or the column's plain row.
+        const std::int64_t ld = plain_ld<T>(r1 - r0);
+        const PanelLayout tl_cols = transposing ? cols : PanelLayout{ld, cols.panel};
         thread_local RunCache<LaneRunLists> tcache;
         thread_local std::vector<std::int64_t> tkey;
         list_key(ax, tile, c0, c1, tl_cols, tkey);
@@ -327,13 +341,11 @@ void im2col_ncx(const ConvGeometry& g, const T* x, const ColTile& tile, std::int
         if (transposing) return fill_taps(c0, c1, dst, rows, rows.panel);
         // The forward: a panel's columns as position-major rows, then transposed into the
         // panel (audio1d_k16s8's forward 34.2 -> 31.7 ms at 1 thread, 17.2 -> 15.6 at 2).
-        thread_local Buffer<T> block;
-        const std::int64_t ld = block_ld;
-        if (block.size() < cols.panel * ld) block = Buffer<T>(cols.panel * ld);
+        T* const block = plain_rows<T>(cols.panel * ld);
         for (std::int64_t ca = c0; ca < c1; ca += cols.panel) {
             const std::int64_t cb = std::min(c1, ca + cols.panel);
-            fill_taps(ca, cb, block.data(), PanelLayout{1}, r1 - r0);
-            vk.transpose(block.data(), ld, cb - ca, r1 - r0, dst + cols.offset(ca - c0), rows.ld);
+            fill_taps(ca, cb, block, PanelLayout{1}, r1 - r0);
+            vk.transpose(block, ld, cb - ca, r1 - r0, dst + cols.offset(ca - c0), rows.ld);
         }
         return;
     }
@@ -362,21 +374,18 @@ void im2col_ncx(const ConvGeometry& g, const T* x, const ColTile& tile, std::int
     // chunk's channels: a panel alone, 32 rows, holds one or two channels of a tap, so a
     // short run was decided again for every row), then transposed a panel at a time.
     const std::int64_t n = c1 - c0, width = rows.panel;
-    // Plain rows one cache line longer than n: a tap's rows lie ∏K rows apart, and at a
-    // multiple of 4 KiB apart (n = 256, ∏K = 16) their stores all fell in one L1 set.
-    const std::int64_t ld = n + 64 / static_cast<std::int64_t>(sizeof(T));
+    const std::int64_t ld = plain_ld<T>(n);
     const std::int64_t runs = std::max<std::int64_t>(1, static_cast<std::int64_t>(runs_of(r0 % ax.Kn).size()));
     const std::int64_t channels = (kChunkFloats * runs + n - 1) / n;  // n / runs: a run's mean length
     const std::int64_t chunk =
         std::clamp((channels * ax.Kn + width - 1) / width, std::int64_t{1}, std::max<std::int64_t>(1, kPlainFloats / (width * ld))) *
         width;
-    thread_local Buffer<T> plain;
-    if (plain.size() < chunk * ld) plain = Buffer<T>(chunk * ld);
+    T* const plain = plain_rows<T>(chunk * ld);
     for (std::int64_t q0 = r0; q0 < r1; q0 += chunk) {
         const std::int64_t q1 = std::min(r1, q0 + chunk);
-        fill(q0, q1, plain.data(), PanelLayout{ld});
+        fill(q0, q1, plain, PanelLayout{ld});
         for (std::int64_t p0 = q0; p0 < q1; p0 += width)
-            vk.transpose(plain.data() + (p0 - q0) * ld, ld, std::min(q1, p0 + width) - p0, n, dst + rows.offset(p0 - r0), cols.ld);
+            vk.transpose(plain + (p0 - q0) * ld, ld, std::min(q1, p0 + width) - p0, n, dst + rows.offset(p0 - r0), cols.ld);
     }
 }
 

@@ -256,11 +256,12 @@ TEST_CASE("the weight gradient's im2col in chunks of panels matches the referenc
 }
 
 // Where the last axis has dilation 1, a stride of 3 or more and 8 taps or more, the weight
-// gradient's colᵀ and the forward's col (through a transposed block) take each position's
-// last-axis taps as one run from the input (list_tap_runs): 1-D to 3-D, pads cutting runs at both ends, ∏K of 16, 18, 24 and 32
-// against panels of 16 and 32 rows (pieces of a channel's taps in two panels), groups, tiles
-// of part of an image (a small budget) and of several images. At every instruction set against the
-// reference, and one o-side element left out must be seen.
+// gradient's colᵀ and the forward's col (through transposed plain rows) take each position's
+// last-axis taps as one run from the input (list_tap_runs): 1-D to 3-D, pads cutting runs at
+// both ends, ∏K of 16, 18, 24 and 32 against panels of 16 and 32 rows (pieces of a channel's
+// taps in two panels), groups, tiles of part of an image (a small budget) and of several
+// images. At every instruction set against the reference; one o-side element left out of the
+// weight gradient, and one weight element left out of the forward, must be seen.
 TEST_CASE("the weight gradient's tap runs match the reference at every instruction set, and a planted error is caught",
           "[kernels][simd]") {
     const tg::testing::IsaGuard restore;
@@ -279,15 +280,21 @@ TEST_CASE("the weight gradient's tap runs match the reference at every instructi
         const ConvGeometry g = forward_geometry(c, Layout::NCX);
         check_against_reference(g, DType::f32, rng, describe(c, Layout::NCX, DType::f32), isas);
         const Tensor x = rounded(random_tensor(g.in_shape(), rng), DType::f32);
-        Tensor u = rounded(random_tensor(g.out_shape(), rng), DType::f32);
+        const Tensor u = rounded(random_tensor(g.out_shape(), rng), DType::f32);
+        const Tensor W = rounded(random_tensor(g.weight_shape(), rng), DType::f32);
         const Tensor scale = reference::conv_weight_grad(abs_tensor(x), abs_tensor(u), g);
-        std::vector<double> uv = u.values();
+        const Tensor fscale = reference::conv_forward(abs_tensor(x), abs_tensor(W), g);
+        std::vector<double> uv = u.values(), wv = W.values();
         uv[0] = 0;
+        wv.back() = 0;  // the last last-axis tap of the last channels
         const Tensor planted = reference::conv_weight_grad(x, Tensor::from(u.shape(), uv, DType::f64), g);
+        const Tensor fplanted = reference::conv_forward(x, Tensor::from(W.shape(), wv, DType::f64), g);
         for (simd::Isa isa : isas) {
             simd::force(isa);
             INFO(c.name << " at " << simd::isa_name(isa) << ": a planted error");
             CHECK(out_of_tolerance(conv_weight_grad(x.to(DType::f32), u.to(DType::f32), g).to(DType::f64), planted, scale,
+                                   factor_for(DType::f32, g)) > 0);
+            CHECK(out_of_tolerance(conv_forward(x.to(DType::f32), W.to(DType::f32), g).to(DType::f64), fplanted, fscale,
                                    factor_for(DType::f32, g)) > 0);
         }
     }
