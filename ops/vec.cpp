@@ -1,5 +1,7 @@
 #include "tapegrad/ops/vec.hpp"
 
+#include <algorithm>
+
 #include "tapegrad/ops/vec_kernels.hpp"
 
 namespace tg::vec {
@@ -54,10 +56,32 @@ void transpose_scalar(const T* src, std::int64_t lds, std::int64_t rows, std::in
         for (std::int64_t c = 0; c < cols; ++c) dst[c * ldd + r] = src[r * lds + c];
 }
 
+// A 64-byte vector's lanes, element by element.
+template <class T>
+void permute_sum_scalar(const LanePermute* perms, std::int64_t n, const T* src, std::int64_t src_stride, T* dst,
+                        std::int64_t dst_stride, std::int64_t len, std::int64_t planes) {
+    constexpr std::int64_t R = sizeof(T) / 4, V = 16 / R;
+    for (std::int64_t p = 0; p < planes; ++p) {
+        std::int64_t k = 0;
+        for (std::int64_t a = 0, e0 = 0; e0 < len; ++a, e0 += V) {
+            T sum[V] = {};
+            for (; k < n && perms[k].acc == a; ++k) {
+                const LanePermute& u = perms[k];
+                for (std::int64_t l = 0; l < V; ++l) {
+                    const std::int64_t j = u.idx[l * R] / R;
+                    if ((u.mask >> (l * R)) & 1u && j < u.count) sum[l] += src[p * src_stride + u.src + j];
+                }
+            }
+            std::copy_n(sum, std::min(V, len - e0), dst + p * dst_stride + e0);
+        }
+    }
+}
+
 template <class T>
 constexpr Kernels<T> scalar_table() {
     return {&axpy_scalar<T>,     &fma_scalar<T>,       &dot_scalar<T>,       &interleave2_scalar<T>,
-            &add_runs_scalar<T>, &copy_runs_scalar<T>, &transpose_scalar<T>};
+            &add_runs_scalar<T>, &copy_runs_scalar<T>, &transpose_scalar<T>, &permute_sum_scalar<T>,
+            64};
 }
 
 }  // namespace
@@ -93,6 +117,14 @@ void transpose(const T* src, std::int64_t lds, std::int64_t rows, std::int64_t c
     active_kernels<T>().transpose(src, lds, rows, cols, dst, ldd);
 }
 
+template <class T>
+std::int64_t permute_bytes() { return active_kernels<T>().permute_bytes; }
+template <class T>
+void permute_sum(const LanePermute* perms, std::int64_t n, const T* src, std::int64_t src_stride, T* dst,
+                 std::int64_t dst_stride, std::int64_t len, std::int64_t planes) {
+    active_kernels<T>().permute_sum(perms, n, src, src_stride, dst, dst_stride, len, planes);
+}
+
 #define TG_VEC_PUBLIC(T)                                                                                        \
     template void axpy<T>(std::int64_t, T, const T*, T*);                                                       \
     template void fma<T>(std::int64_t, const T*, const T*, T*);                                                 \
@@ -101,7 +133,10 @@ void transpose(const T* src, std::int64_t lds, std::int64_t rows, std::int64_t c
     template void add_runs<T>(const Run*, std::int64_t, const T*, T*);                                          \
     template void copy_runs<T>(const LaneRun*, std::int64_t, const T*, std::int64_t, T*, std::int64_t, std::int64_t, \
                                std::int64_t);                                                                   \
-    template void transpose<T>(const T*, std::int64_t, std::int64_t, std::int64_t, T*, std::int64_t);
+    template void transpose<T>(const T*, std::int64_t, std::int64_t, std::int64_t, T*, std::int64_t);           \
+    template std::int64_t permute_bytes<T>();                                                                   \
+    template void permute_sum<T>(const LanePermute*, std::int64_t, const T*, std::int64_t, T*, std::int64_t,    \
+                                 std::int64_t, std::int64_t);
 TG_VEC_PUBLIC(float)
 TG_VEC_PUBLIC(double)
 #undef TG_VEC_PUBLIC

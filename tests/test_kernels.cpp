@@ -22,6 +22,7 @@
 #include "tapegrad/ops/conv_kernels.hpp"
 #include "tapegrad/ops/conv_plan.hpp"
 #include "tapegrad/ops/conv_reference.hpp"
+#include "tapegrad/ops/im2col.hpp"
 #include "conv_table.hpp"
 
 using namespace tg;
@@ -638,25 +639,66 @@ TEST_CASE("the transposed GEMM in blocks of rows matches the reference at every 
     if (isas.size() > 1) CHECK(team_blocked >= 8);
 }
 
+// The transposed convolution of row c against the reference with the result's memory dirtied
+// with NaN before each call (the allocator hands the same block back), so a position left
+// unwritten shows: tiles of whole images and of parts of one (a 300-byte budget), teams of
+// 1-3, every instruction set, f32 (and f64 at one thread), check_plan(plan, budget, what) on
+// each plan; then a weight element left out must be seen.
+void check_col2im_everywhere(const ConvConfig& c, std::mt19937_64& rng,
+                             const std::function<void(const ConvPlan&, std::int64_t, const std::string&)>& check_plan) {
+    const TeamGuard team_restore;
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    const std::vector<simd::Isa> isas = tg::testing::tested_isas();
+    const ConvGeometry g = transposed_geometry(c);
+    const Tensor u = rounded(random_tensor(g.out_shape(), rng), DType::f32);
+    const Tensor W = rounded(random_tensor(g.weight_shape(), rng), DType::f32);
+    const Tensor want = reference::conv_transposed(u, W, g), scale = reference::conv_transposed(abs_tensor(u), abs_tensor(W), g);
+    auto run = [&](DType dt) {
+        Tensor::full(g.in_shape(), nan, dt);  // freed at once: the result's block, dirty
+        return conv_transposed(u.to(dt), W.to(dt), g).to(DType::f64);
+    };
+    for (std::int64_t budget : {std::int64_t{64} << 20, std::int64_t{300}})
+        for (int threads : {1, 2, 3}) {
+            const WorkspaceGuard ws(budget);
+            set_num_threads(threads);
+            force_thread_teams(threads > 1);
+            for (simd::Isa isa : isas) {
+                simd::force(isa);
+                const ConvPlan p =
+                    plan_conv(ConvKind::Transposed, g, threads, workspace_budget(), 4, TransposedAlgo::Auto, SmallConv::Never);
+                const std::string what = std::string(" at ") + simd::isa_name(isa) + ", budget " + std::to_string(budget) +
+                                         ", " + std::to_string(threads) + " threads, " + std::to_string(p.tiles.size()) +
+                                         " tiles";
+                check_plan(p, budget, what);
+                for (DType dt : threads == 1 ? std::vector<DType>{DType::f32, DType::f64} : std::vector<DType>{DType::f32})
+                    check_close(run(dt), want, scale, factor_for(dt, g), c.name + what + " " + dtype_name(dt));
+            }
+        }
+    set_num_threads(team_restore.n);
+    force_thread_teams(false);
+    check_planted_weight(g, u, W, scale, isas, c.name, [&] { return run(DType::f32); });
+}
+
 // Disjoint taps (each i-side position reached by at most one tap of one o-side position):
 // col2im writes straight from col, two stride-2 phases of a row as one interleave, and zeros
 // first where a tile of whole images leaves positions unreached; where the taps cover the
 // result, every tile writes its part and the result is not zero-filled (writes_all). Each
-// row's disjoint/cover flags are worked out by hand. The result's memory is dirtied with NaN
-// before each call (the allocator hands the same block back), so a position left unwritten
-// shows. Tiles of whole images and of parts of one (a small budget), teams of 1-3, every
-// instruction set; a weight element left out must be seen.
+// row's disjoint/cover flags are worked out by hand. Small planes of whole images take lane
+// permutes instead (the next test); the 24 × 24 rows keep the scatter there too. Checked as
+// check_col2im_everywhere does.
 TEST_CASE("disjoint taps: col2im's scatter matches the reference at every instruction set, and a planted error is caught",
           "[kernels][simd]") {
     const tg::testing::IsaGuard restore;
-    const TeamGuard team_restore;
     const SmallConvGuard gemm_path(SmallConv::Never);
     struct Row {
         ConvConfig c;
         bool disjoint, cover;
+        bool scatter = false;  // planes over 64 vectors: whole images take the scatter, not lane permutes
     };
     const std::vector<Row> rows = {
         {{"2d k2 s2 (U-Net's up-conv)", 2, 1, 3, 4, {{6, 2, 2}, {5, 2, 2}}}, true, true},
+        {{"2d k2 s2 24x24", 2, 1, 2, 2, {{24, 2, 2}, {24, 2, 2}}}, true, true, true},
+        {{"2d k2 s3 24x24", 2, 1, 2, 2, {{24, 2, 3}, {24, 2, 3}}}, true, false, true},
         {{"2d k2 s2 p1 (phases paired across the crop)", 2, 1, 3, 2, {{5, 2, 2, 1, 1, 1}, {6, 2, 2, 1, 1, 1}}}, true, true},
         {{"2d k2 s3 (a phase unreached)", 2, 1, 2, 3, {{5, 2, 3}, {4, 2, 3}}}, true, false},
         {{"2d k2 d2 s3", 1, 1, 3, 3, {{5, 2, 3, 2}, {4, 2, 3, 2}}}, true, false},
@@ -667,42 +709,62 @@ TEST_CASE("disjoint taps: col2im's scatter matches the reference at every instru
         {{"2d k3 s2 (overlapping: the phase-major path)", 2, 1, 3, 2, {{4, 3, 2, 1, 1, 1}, {4, 3, 2, 1, 1, 1}}}, false, false},
         {{"1d k4 s3 (two taps on one phase)", 2, 1, 2, 2, {{6, 4, 3}}}, false, false},
     };
-    const double nan = std::numeric_limits<double>::quiet_NaN();
     std::mt19937_64 rng(5353);
-    const std::vector<simd::Isa> isas = tg::testing::tested_isas();
     for (const Row& row : rows) {
-        const ConvConfig& c = row.c;
-        const ConvGeometry g = transposed_geometry(c);
-        INFO(c.name);
+        const ConvGeometry g = transposed_geometry(row.c);
+        INFO(row.c.name);
         CHECK(g.taps_disjoint() == row.disjoint);
         CHECK(g.taps_cover() == row.cover);
-        const Tensor u = rounded(random_tensor(g.out_shape(), rng), DType::f32);
-        const Tensor W = rounded(random_tensor(g.weight_shape(), rng), DType::f32);
-        const Tensor want = reference::conv_transposed(u, W, g), scale = reference::conv_transposed(abs_tensor(u), abs_tensor(W), g);
-        auto run = [&](DType dt) {
-            Tensor::full(g.in_shape(), nan, dt);  // freed at once: the result's block, dirty
-            return conv_transposed(u.to(dt), W.to(dt), g).to(DType::f64);
-        };
-        for (std::int64_t budget : {std::int64_t{64} << 20, std::int64_t{300}})
-            for (int threads : {1, 2, 3}) {
-                const WorkspaceGuard ws(budget);
-                set_num_threads(threads);
-                force_thread_teams(threads > 1);
-                for (simd::Isa isa : isas) {
-                    simd::force(isa);
-                    const ConvPlan p =
-                        plan_conv(ConvKind::Transposed, g, threads, workspace_budget(), 4, TransposedAlgo::Auto, SmallConv::Never);
-                    if (row.cover) CHECK(p.writes_all);
-                    const std::string what = std::string(" at ") + simd::isa_name(isa) + ", budget " + std::to_string(budget) +
-                                             ", " + std::to_string(threads) + " threads, " + std::to_string(p.tiles.size()) +
-                                             " tiles";
-                    for (DType dt : threads == 1 ? std::vector<DType>{DType::f32, DType::f64} : std::vector<DType>{DType::f32})
-                        check_close(run(dt), want, scale, factor_for(dt, g), c.name + what + " " + dtype_name(dt));
-                }
+        check_col2im_everywhere(row.c, rng, [&](const ConvPlan& p, std::int64_t, const std::string&) {
+            if (row.cover) CHECK(p.writes_all);
+            if (row.scatter)
+                for (const ColTile& t : p.tiles) CHECK(!col2im_permutes<float>(g, t));
+        });
+    }
+}
+
+// Small planes of whole images: col2im sums each vector of a plane from lane permutes of its
+// taps' col vectors and writes it once (vec::permute_sum). DCGAN's 4 × 4 → 8 × 8, source rows
+// that end inside a vector (5 × 5, 3 × 3: masked loads), output padding, 3-D with groups,
+// 1-D, stride 1, dilation, disjoint taps; the long 1-D row and the plane of over 64 vectors
+// keep the runs (the rule: no more permutes than the runs' vector operations). Each row's
+// path is checked at every instruction set and both dtypes with tiles of whole images (and
+// tiles of parts of an image never permute); results as check_col2im_everywhere checks them.
+TEST_CASE("col2im's lane permutes match the reference at every instruction set, and a planted error is caught",
+          "[kernels][simd]") {
+    const tg::testing::IsaGuard restore;
+    const SmallConvGuard gemm_path(SmallConv::Never);
+    struct Row {
+        ConvConfig c;
+        bool permutes;
+    };
+    const std::vector<Row> rows = {
+        {{"2d k4 s2 p1 4x4 (DCGAN's)", 3, 1, 3, 4, {{4, 4, 2, 1, 1, 1}, {4, 4, 2, 1, 1, 1}}}, true},
+        {{"2d k4 s2 p1 5x5", 2, 1, 2, 3, {{5, 4, 2, 1, 1, 1}, {5, 4, 2, 1, 1, 1}}}, true},
+        {{"2d k4 s2 p1 3x3 output padding 1", 3, 1, 2, 2, {{3, 4, 2, 1, 1, 1, 1}, {3, 4, 2, 1, 1, 1}}}, true},
+        {{"3d k4 s2 p1 2^3 groups 2", 2, 2, 2, 3, {{2, 4, 2, 1, 1, 1}, {2, 4, 2, 1, 1, 1}, {2, 4, 2, 1, 1, 1}}}, true},
+        {{"1d k4 s2 p1 8", 5, 1, 3, 2, {{8, 4, 2, 1, 1, 1}}}, true},
+        {{"1d k3 s1 p1 16", 2, 1, 3, 3, {{16, 3, 1, 1, 1, 1}}}, true},
+        {{"2d k3 d2 p2 8x8", 2, 1, 2, 3, {{8, 3, 1, 2, 2, 2}, {8, 3, 1, 2, 2, 2}}}, true},
+        {{"2d k2 s2 4x4 (disjoint)", 2, 1, 3, 2, {{4, 2, 2}, {4, 2, 2}}}, true},
+        {{"2d k3 s1 p1 12x12", 1, 1, 2, 2, {{12, 3, 1, 1, 1, 1}, {12, 3, 1, 1, 1, 1}}}, true},
+        {{"1d k4 s2 p1 128 (runs of whole rows)", 2, 1, 2, 2, {{128, 4, 2, 1, 1, 1}}}, false},
+        {{"2d k4 s2 p1 24x24 (a plane over 64 vectors)", 1, 1, 2, 2, {{24, 4, 2, 1, 1, 1}, {24, 4, 2, 1, 1, 1}}}, false},
+    };
+    std::mt19937_64 rng(7171);
+    for (const Row& row : rows) {
+        const ConvGeometry g = transposed_geometry(row.c);
+        INFO(row.c.name);
+        check_col2im_everywhere(row.c, rng, [&](const ConvPlan& p, std::int64_t budget, const std::string& what) {
+            REQUIRE(p.strategy != ConvStrategy::Phases);
+            INFO(what);
+            for (const ColTile& t : p.tiles) {
+                const bool whole = t.p0 == 0 && t.p1 == g.out_numel();
+                if (budget > 300) REQUIRE(whole);
+                CHECK(col2im_permutes<float>(g, t) == (whole && row.permutes));
+                CHECK(col2im_permutes<double>(g, t) == (whole && row.permutes));
             }
-        set_num_threads(team_restore.n);
-        force_thread_teams(false);
-        check_planted_weight(g, u, W, scale, isas, c.name, [&] { return run(DType::f32); });
+        });
     }
 }
 

@@ -59,4 +59,9 @@ template <class T>
 void col2im(const ConvGeometry& g, const T* col, const ColTile& tile, std::int64_t group, std::int64_t ni0,
             std::int64_t ni1, std::int64_t i0, std::int64_t i1, T* x);
 
+// Whether col2im sums the tile's planes from lane permutes of col (NCX, a tile of whole
+// images of small planes, at the active instruction set; see ops/im2col.cpp).
+template <class T>
+bool col2im_permutes(const ConvGeometry& g, const ColTile& tile);
+
 }  // namespace tg

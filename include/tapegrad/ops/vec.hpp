@@ -45,6 +45,26 @@ struct LaneRun {
 template <class T>
 void copy_runs(const LaneRun* runs, std::int64_t n, const T* src, std::int64_t step, T* dst, std::int64_t count,
                std::int64_t src_stride, std::int64_t dst_stride);
+// One lane permutation of a sum of permuted vectors (col2im's planes that fit a few
+// vectors): the vector of `count` elements at offset `src` (zeros past them), its 32-bit
+// lanes permuted by idx (result lane l takes lane idx[l]; idx[l] = -1 where bit l of mask
+// is clear: that lane takes 0), is added to the result's vector `acc`. idx and mask are in
+// 32-bit lanes (a double takes two): the first 16 (AVX-512), 8 (AVX2) are read.
+struct LanePermute {
+    std::int64_t src;
+    std::int32_t acc, count;
+    std::uint32_t mask;
+    std::int32_t idx[16];
+};
+// The bytes of the vectors permute_sum works in: 64 (AVX-512 and Isa::scalar's loop) or 32.
+template <class T> std::int64_t permute_bytes();
+// For p < planes: dst[p·dst_stride + e] = the sum over the permutes u with u.acc = e / V
+// (V elements a vector) of their lane e mod V, for e < len, every element written (0 where
+// no permute reaches). The permutes are sorted by acc; the vector of u reads
+// src[p·src_stride + u.src, + u.count).
+template <class T>
+void permute_sum(const LanePermute* perms, std::int64_t n, const T* src, std::int64_t src_stride, T* dst,
+                 std::int64_t dst_stride, std::int64_t len, std::int64_t planes);
 // dst[c·ldd + r] = src[r·lds + c] for r < rows, c < cols: W × W blocks transposed in
 // registers, the edges element by element.
 template <class T>

@@ -402,6 +402,87 @@ void transpose(const T* src, std::int64_t lds, std::int64_t rows, std::int64_t c
         for (std::int64_t c = r < rv ? cv : 0; c < cols; ++c) dst[c * ldd + r] = src[r * lds + c];
 }
 
+// permute_sum's vector operations in 32-bit lanes, R of them an element of T: AVX-512's
+// zero-masking permute, or AVX2's permute and a mask of the lanes whose idx is not -1.
+template <class T>
+struct Permute512 {
+    static constexpr std::int64_t R = sizeof(T) / 4, L32 = 16;
+    static __m512 zero() { return _mm512_setzero_ps(); }
+    static __mmask16 below(std::int64_t c32) { return static_cast<__mmask16>((1u << c32) - 1); }
+    static __m512 load(const T* p, std::int64_t count) {
+        return count * R == L32 ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(below(count * R), p);
+    }
+    static void store(T* p, __m512 v, std::int64_t count) {
+        if (count * R == L32) _mm512_storeu_ps(p, v);
+        else _mm512_mask_storeu_ps(p, below(count * R), v);
+    }
+    static __m512i index(const LanePermute& u) { return _mm512_loadu_si512(u.idx); }
+    static __m512 permute(const LanePermute& u, __m512i idx, __m512 v) {
+        return _mm512_maskz_permutexvar_ps(static_cast<__mmask16>(u.mask), idx, v);
+    }
+    static __m512 add(__m512 a, __m512 b) {
+        if constexpr (R == 1) return _mm512_add_ps(a, b);
+        else return _mm512_castpd_ps(_mm512_add_pd(_mm512_castps_pd(a), _mm512_castps_pd(b)));
+    }
+};
+template <class T>
+struct Permute256 {
+    static constexpr std::int64_t R = sizeof(T) / 4, L32 = 8;
+    static __m256 zero() { return _mm256_setzero_ps(); }
+    static __m256i below(std::int64_t c32) {
+        return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(c32)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    }
+    static __m256 load(const T* p, std::int64_t count) {
+        const float* f = reinterpret_cast<const float*>(p);
+        return count * R == L32 ? _mm256_loadu_ps(f) : _mm256_maskload_ps(f, below(count * R));
+    }
+    static void store(T* p, __m256 v, std::int64_t count) {
+        float* f = reinterpret_cast<float*>(p);
+        if (count * R == L32) _mm256_storeu_ps(f, v);
+        else _mm256_maskstore_ps(f, below(count * R), v);
+    }
+    static __m256i index(const LanePermute& u) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(u.idx)); }
+    static __m256 permute(const LanePermute&, __m256i idx, __m256 v) {
+        return _mm256_and_ps(_mm256_permutevar8x32_ps(v, idx),
+                             _mm256_castsi256_ps(_mm256_cmpgt_epi32(idx, _mm256_set1_epi32(-1))));
+    }
+    static __m256 add(__m256 a, __m256 b) {
+        if constexpr (R == 1) return _mm256_add_ps(a, b);
+        else return _mm256_castpd_ps(_mm256_add_pd(_mm256_castps_pd(a), _mm256_castps_pd(b)));
+    }
+};
+
+// P planes of permute_sum at a time, so that P independent sums are in flight (a vector of
+// dcgan_g1's 8 × 8 planes sums 16 permutes).
+template <class Op, int P, class T>
+void permute_planes(const LanePermute* perms, std::int64_t n, const T* src, std::int64_t src_stride, T* dst,
+                    std::int64_t dst_stride, std::int64_t len) {
+    constexpr std::int64_t V = Op::L32 / Op::R;
+    std::int64_t k = 0;
+    for (std::int64_t a = 0, e0 = 0; e0 < len; ++a, e0 += V) {
+        decltype(Op::zero()) sum[P];
+        for (int q = 0; q < P; ++q) sum[q] = Op::zero();
+        for (; k < n && perms[k].acc == a; ++k) {
+            const LanePermute& u = perms[k];
+            const auto idx = Op::index(u);
+            for (int q = 0; q < P; ++q) sum[q] = Op::add(sum[q], Op::permute(u, idx, Op::load(src + q * src_stride + u.src, u.count)));
+        }
+        const std::int64_t c = std::min(V, len - e0);
+        for (int q = 0; q < P; ++q) Op::store(dst + q * dst_stride + e0, sum[q], c);
+    }
+}
+
+template <class Arch, class T>
+void permute_sum(const LanePermute* perms, std::int64_t n, const T* src, std::int64_t src_stride, T* dst,
+                 std::int64_t dst_stride, std::int64_t len, std::int64_t planes) {
+    using Op = std::conditional_t<sizeof(xsimd::batch<float, Arch>) == 64, Permute512<T>, Permute256<T>>;
+    std::int64_t p = 0;
+    for (; p + 4 <= planes; p += 4)
+        permute_planes<Op, 4>(perms, n, src + p * src_stride, src_stride, dst + p * dst_stride, dst_stride, len);
+    for (; p < planes; ++p)
+        permute_planes<Op, 1>(perms, n, src + p * src_stride, src_stride, dst + p * dst_stride, dst_stride, len);
+}
+
 }  // namespace tg::vec::kernel
 
 // The tables of tapegrad/ops/vec_kernels.hpp for one architecture, e.g. tg::vec::f32_avx512.
@@ -409,5 +490,6 @@ void transpose(const T* src, std::int64_t lds, std::int64_t rows, std::int64_t c
     const tg::vec::Kernels<T> tg::vec::NAME = {                                                          \
         &tg::vec::kernel::axpy<ARCH, T>,      &tg::vec::kernel::fma<ARCH, T>,       &tg::vec::kernel::dot<ARCH, T>, \
         &tg::vec::kernel::interleave2<ARCH, T>, &tg::vec::kernel::add_runs<ARCH, T>, &tg::vec::kernel::copy_runs<ARCH, T>, \
-        &tg::vec::kernel::transpose<ARCH, T>};
+        &tg::vec::kernel::transpose<ARCH, T>, &tg::vec::kernel::permute_sum<ARCH, T>,                      \
+        sizeof(xsimd::batch<float, ARCH>)};
 #define TG_VEC_INSTANTIATE(ARCH, SUFFIX) TG_VEC_TABLE(ARCH, float, f32_##SUFFIX) TG_VEC_TABLE(ARCH, double, f64_##SUFFIX)

@@ -19,6 +19,9 @@ struct Kernels {
     void (*copy_runs)(const LaneRun* runs, std::int64_t n, const T* src, std::int64_t step, T* dst, std::int64_t count,
                       std::int64_t src_stride, std::int64_t dst_stride);
     void (*transpose)(const T* src, std::int64_t lds, std::int64_t rows, std::int64_t cols, T* dst, std::int64_t ldd);
+    void (*permute_sum)(const LanePermute* perms, std::int64_t n, const T* src, std::int64_t src_stride, T* dst,
+                        std::int64_t dst_stride, std::int64_t len, std::int64_t planes);
+    std::int64_t permute_bytes;  // permute_sum's vector, bytes
 };
 
 // d[e] = s[(e − lo)·step] for e in [lo, hi), else 0, for e < len, element by element:
