@@ -255,7 +255,10 @@ ConvPlan plan_conv(ConvKind kind, const ConvGeometry& g, int team, std::int64_t 
     const bool row_blocks = kind == ConvKind::Transposed && !nxc && p.strategy != ConvStrategy::Team;
     if (row_blocks) {
         std::int64_t wide = tile_cols(eb * 4 * Og, nbuf, min_cols, budget);
-        if (image_tiles) wide = std::min(wide, P);
+        // Images: threads take whole images, so a tile holds one (r4 of bench/random_shapes.py
+        // 20261129, 3-D 32 -> 128 on 6³, N 8: the wide tile of all 8 images left one thread
+        // the whole call, 4.9 ms at 1 and at 2 threads).
+        if (image_tiles || p.strategy == ConvStrategy::Images) wide = std::min(wide, P);
         if (wide > cols && gemm_block_rows(R, Kn, std::min(wide, g.N * P), elem_bytes) < R) {
             std::vector<ColTile> w = make_tiles(g.N, P, wide, independent ? nt : 1);
             if (p.strategy != ConvStrategy::Units || static_cast<std::int64_t>(w.size()) * G >= nt) p.tiles = std::move(w);

@@ -137,6 +137,22 @@ TEST_CASE("conv plan: a transposed layer of one large image worked out by hand",
                                   SmallConv::Never);
     CHECK(p2.strategy == ConvStrategy::Images);
     CHECK(p2.buffers == 2);
+
+    // Images: threads take whole images, so a tile holds one even where the row blocks widen
+    // the tiles (this layer's 8 images of 216 positions in one wide tile left one thread the
+    // whole call): 8 tiles of one image each (16 half images on OpenBLAS, no row blocks).
+    const ConvGeometry v = ConvGeometry::transposed({.N = 8, .C_in = 32, .C_out = 128, .in_size = {6, 6, 6},
+                                                     .kernel = {3, 3, 3}, .stride = {3, 3, 3}, .pads_begin = {2, 2, 2},
+                                                     .pads_end = {2, 2, 2}});
+    for (simd::Isa isa : tested_isas()) {
+        simd::force(isa);
+        INFO(simd::isa_name(isa));
+        const ConvPlan pv = plan_conv(ConvKind::Transposed, v, 2, kDefaultBudget, 4, TransposedAlgo::Auto, SmallConv::Never);
+        CHECK(pv.strategy == ConvStrategy::Images);
+        CHECK(pv.tiles.size() == (isa == simd::Isa::scalar ? 16u : 8u));
+        for (const ColTile& t : pv.tiles) CHECK(t.nb == 1);
+        check_tiles_cover(pv, v, simd::isa_name(isa));
+    }
 }
 
 TEST_CASE("conv plan: the direct strategies", "[conv_plan]") {
