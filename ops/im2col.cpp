@@ -171,9 +171,15 @@ void geometry_key(const Axes& ax, std::vector<std::int64_t>& key) {
 constexpr std::int64_t kPermuteMaxVectors = 64;
 
 // A run of col2im's scatter: plane[dst + e·s] = src[src + e] for e < len, s the last axis's
-// stride; with a partner (src2 ≥ 0, s = 2), plane[dst + 1 + e·s] = src[src2 + e] as well.
+// stride.
 struct ScatterRun {
-    std::int64_t src, src2, dst, len;
+    std::int64_t src, dst, len;
+};
+// s runs of the scatter on s consecutive positions (every phase of a row, s ≤ kMaxWays):
+// plane[dst + p + e·s] = src[src[p] + e] for p < s, e < len (one vec::interleave).
+constexpr std::int64_t kMaxWays = 4;
+struct InterleaveRun {
+    std::int64_t src[kMaxWays], dst, len;
 };
 
 // col2im's runs for one (geometry, tile positions, columns): every plane of the tile takes
@@ -185,6 +191,7 @@ struct PlaneRuns {
     PhasePlane::Band band{};
     bool disjoint = false, cover = false;
     std::vector<ScatterRun> scatter;
+    std::vector<InterleaveRun> interleaves;
     std::vector<vec::LanePermute> permutes;
 };
 
@@ -207,18 +214,48 @@ void for_plane_runs(const Axes& ax, const ColTile& tile, std::int64_t cols, F&& 
     }
 }
 
+// The runs' copies, in a function of their own: inlined into col2im, its run pointer went to
+// the stack (3-D k3 s3 rows of 4-5 elements 1.15× slower).
+template <class T>
+[[gnu::noinline]] void scatter(const std::vector<ScatterRun>& runs, const T* src, T* plane, std::int64_t sl) {
+    for (const ScatterRun& r : runs) {
+        const T* a = src + r.src;
+        T* d = plane + r.dst;
+        if (sl == 1) std::copy_n(a, r.len, d);
+        else for (std::int64_t e = 0; e < r.len; ++e) d[e * sl] = a[e];
+    }
+}
+
 void scatter_runs(const Axes& ax, const ColTile& tile, std::int64_t cols, PlaneRuns& pr) {
     const std::int64_t sl = ax.s[ax.D - 1];
     std::vector<ScatterRun> runs;
     for_plane_runs(ax, tile, cols, [&](std::int64_t src, std::int64_t off, std::int64_t a, std::int64_t kbase, std::int64_t len) {
-        runs.push_back({src, -1, off + a * sl + kbase, len});
+        runs.push_back({src, off + a * sl + kbase, len});
     });
     std::sort(runs.begin(), runs.end(), [](const ScatterRun& a, const ScatterRun& b) { return a.dst < b.dst; });
-    for (std::size_t r = 0; r < runs.size(); ++r) {
-        ScatterRun run = runs[r];
-        if (sl == 2 && r + 1 < runs.size() && runs[r + 1].dst == run.dst + 1 && runs[r + 1].len == run.len)
-            run.src2 = runs[++r].src;
-        pr.scatter.push_back(run);
+    // The s runs that start on s consecutive positions (every phase of a row) make one
+    // interleave of their common length where it is at least vec::kInterleaveMin; what is
+    // left of the longer ones stays a run.
+    for (std::size_t r = 0; r < runs.size();) {
+        const std::size_t w = static_cast<std::size_t>(sl);
+        bool group = sl >= 2 && sl <= kMaxWays && r + w <= runs.size();
+        std::int64_t m = runs[r].len;
+        for (std::size_t p = 1; group && p < w; ++p) {
+            group = runs[r + p].dst == runs[r].dst + static_cast<std::int64_t>(p);
+            m = std::min(m, runs[r + p].len);
+        }
+        if (!group || (sl > 2 && m < vec::kInterleaveMin)) {
+            pr.scatter.push_back(runs[r++]);
+            continue;
+        }
+        InterleaveRun g{{}, runs[r].dst, m};
+        for (std::size_t p = 0; p < w; ++p) g.src[p] = runs[r + p].src;
+        pr.interleaves.push_back(g);
+        for (std::size_t p = 0; p < w; ++p) {
+            const ScatterRun& u = runs[r + p];
+            if (u.len > m) pr.scatter.push_back({u.src + m, u.dst + m * sl, u.len - m});
+        }
+        r += w;
     }
 }
 
@@ -484,7 +521,7 @@ const PlaneRuns& cached_plane_runs(const ConvGeometry& g, const Axes& ax, const 
     PlaneRuns& pr = cache.find(key, fresh);
     if (fresh) {
         pr = plane_runs(g, ax, pp, tile, tile.cols(), vbytes, sizeof(T));
-        cache.added(static_cast<std::int64_t>(pr.runs.size() + pr.scatter.size() + pr.permutes.size()));
+        cache.added(static_cast<std::int64_t>(pr.runs.size() + pr.scatter.size() + pr.interleaves.size() + pr.permutes.size()));
     }
     return pr;
 }
@@ -532,13 +569,12 @@ void col2im(const ConvGeometry& g, const T* col, const ColTile& tile, std::int64
                     T* xc = x + ((tile.n0 + ni) * ax.Ctot + group * Ig + i) * ax.Xn;
                     const T* src = col + (i - i0) * ax.Kn * cols + ni * W;
                     if (whole && !pr.cover) std::fill_n(xc, ax.Xn, T(0));
-                    for (const ScatterRun& r : pr.scatter) {
-                        const T* a = src + r.src;
-                        T* d = xc + r.dst;
-                        if (r.src2 >= 0) vk.interleave2(r.len, a, src + r.src2, d, false);
-                        else if (sl == 1) std::copy_n(a, r.len, d);
-                        else for (std::int64_t e = 0; e < r.len; ++e) d[e * sl] = a[e];
+                    for (const InterleaveRun& r : pr.interleaves) {
+                        const T* ph[kMaxWays];
+                        for (std::int64_t p = 0; p < sl; ++p) ph[p] = src + r.src[p];
+                        vk.interleave(r.len, sl, ph, xc + r.dst);
                     }
+                    scatter(pr.scatter, src, xc, sl);
                 }
             return;
         }

@@ -35,6 +35,12 @@ void interleave2_scalar(std::int64_t n, const T* a, const T* b, T* out, bool add
 }
 
 template <class T>
+void interleave_scalar(std::int64_t n, std::int64_t s, const T* const* src, T* out) {
+    for (std::int64_t q = 0; q < n; ++q)
+        for (std::int64_t p = 0; p < s; ++p) out[s * q + p] = src[p][q];
+}
+
+template <class T>
 void add_runs_scalar(const Run* runs, std::int64_t n, const T* src, T* dst) {
     for (std::int64_t r = 0; r < n; ++r)
         for (std::int64_t e = 0; e < runs[r].len; ++e) dst[runs[r].dst + e] += src[runs[r].src + e];
@@ -79,7 +85,7 @@ void permute_sum_scalar(const LanePermute* perms, std::int64_t n, const T* src, 
 
 template <class T>
 constexpr Kernels<T> scalar_table() {
-    return {&axpy_scalar<T>,     &fma_scalar<T>,       &dot_scalar<T>,       &interleave2_scalar<T>,
+    return {&axpy_scalar<T>,     &fma_scalar<T>,       &dot_scalar<T>,       &interleave2_scalar<T>, &interleave_scalar<T>,
             &add_runs_scalar<T>, &copy_runs_scalar<T>, &transpose_scalar<T>, &permute_sum_scalar<T>,
             64};
 }
@@ -106,6 +112,8 @@ T dot(std::int64_t n, const T* x, const T* y) { return active_kernels<T>().dot(n
 template <class T>
 void interleave2(std::int64_t n, const T* a, const T* b, T* out, bool add) { active_kernels<T>().interleave2(n, a, b, out, add); }
 template <class T>
+void interleave(std::int64_t n, std::int64_t s, const T* const* src, T* out) { active_kernels<T>().interleave(n, s, src, out); }
+template <class T>
 void add_runs(const Run* runs, std::int64_t n, const T* src, T* dst) { active_kernels<T>().add_runs(runs, n, src, dst); }
 template <class T>
 void copy_runs(const LaneRun* runs, std::int64_t n, const T* src, std::int64_t step, T* dst, std::int64_t count,
@@ -130,6 +138,7 @@ void permute_sum(const LanePermute* perms, std::int64_t n, const T* src, std::in
     template void fma<T>(std::int64_t, const T*, const T*, T*);                                                 \
     template T dot<T>(std::int64_t, const T*, const T*);                                                        \
     template void interleave2<T>(std::int64_t, const T*, const T*, T*, bool);                                   \
+    template void interleave<T>(std::int64_t, std::int64_t, const T* const*, T*);                               \
     template void add_runs<T>(const Run*, std::int64_t, const T*, T*);                                          \
     template void copy_runs<T>(const LaneRun*, std::int64_t, const T*, std::int64_t, T*, std::int64_t, std::int64_t, \
                                std::int64_t);                                                                   \

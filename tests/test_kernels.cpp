@@ -708,6 +708,11 @@ TEST_CASE("disjoint taps: col2im's scatter matches the reference at every instru
         {{"2d 1x1 s2 output padding 1", 2, 1, 3, 3, {{4, 1, 2, 1, 0, 0, 1}, {3, 1, 2}}}, true, false},
         {{"2d k3 s2 (overlapping: the phase-major path)", 2, 1, 3, 2, {{4, 3, 2, 1, 1, 1}, {4, 3, 2, 1, 1, 1}}}, false, false},
         {{"1d k4 s3 (two taps on one phase)", 2, 1, 2, 2, {{6, 4, 3}}}, false, false},
+        // phase rows of 8 and more: interleaved (vec::interleave), with the runs left over
+        {{"1d k4 s4 p1 40 (four phases, unequal runs)", 2, 1, 2, 3, {{40, 4, 4, 1, 1, 1}}}, true, true},
+        {{"2d k3 s3 24x24 (three phases)", 1, 1, 2, 2, {{24, 3, 3}, {24, 3, 3}}}, true, true, true},
+        {{"2d k4 s3 12x12 (overlapping: phase-major rows interleaved back)", 2, 1, 2, 2, {{12, 4, 3}, {12, 4, 3}}},
+         false, false, true},
     };
     std::mt19937_64 rng(5353);
     for (const Row& row : rows) {

@@ -215,6 +215,31 @@ TEST_CASE("vector kernels (axpy, fma, dot) match plain loops at every instructio
                 CHECK(inter[2 * i] == af[i]);
                 CHECK(inter[2 * i + 1] == bf[i]);
             }
+            // interleave: s phase rows of n (distinct values: from the phase and the index) into
+            // one row of s·n, one element past it kept (its sentinel); f32 and f64
+            for (std::int64_t s = 1; s <= 5; ++s) {
+                std::vector<std::vector<float>> ph(static_cast<std::size_t>(s));
+                std::vector<std::vector<double>> phd(static_cast<std::size_t>(s));
+                std::vector<const float*> pf;
+                std::vector<const double*> pd;
+                for (std::int64_t p = 0; p < s; ++p) {
+                    for (std::int64_t q = 0; q < n; ++q) ph[p].push_back(float(1000 * p + q) + 0.5f);
+                    phd[p].assign(ph[p].begin(), ph[p].end());
+                    pf.push_back(ph[p].data());
+                    pd.push_back(phd[p].data());
+                }
+                std::vector<float> row(static_cast<std::size_t>(s * n + 1), -1.f);
+                std::vector<double> rowd(static_cast<std::size_t>(s * n + 1), -1.0);
+                vec::interleave(n, s, pf.data(), row.data());
+                vec::interleave(n, s, pd.data(), rowd.data());
+                for (std::int64_t q = 0; q < n; ++q)
+                    for (std::int64_t p = 0; p < s; ++p) {
+                        CHECK(row[s * q + p] == ph[p][q]);
+                        CHECK(rowd[s * q + p] == phd[p][q]);
+                    }
+                CHECK(row.back() == -1.f);
+                CHECK(rowd.back() == -1.0);
+            }
         }
     }
     simd::force(before);

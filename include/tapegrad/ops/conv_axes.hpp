@@ -175,6 +175,19 @@ struct PhasePlane {
                 vec::interleave2((b.x1 - b.x0) / 2, pm + b.x0 / 2, pm + XL / 2 + b.x0 / 2, plane + b.x0, add);
             return;
         }
+        if (!add && s <= 4 && XL / s >= vec::kInterleaveMin) {  // every phase row: one interleave of their common length
+            const T* ph[4];
+            for (std::int64_t r = b.r0; r < b.r1; ++r, plane += XL, pm += XL) {
+                std::int64_t m = b.x1 - b.x0;
+                for (std::int64_t p = 0; p < s; ++p) {
+                    ph[p] = pm + phase_off[static_cast<std::size_t>(p)] + b.x0 / s;
+                    m = std::min(m, b.x1 > p + b.x0 ? (b.x1 - p - b.x0 + s - 1) / s : 0);
+                }
+                vec::interleave(m, s, ph, plane + b.x0);
+                for (std::int64_t x = b.x0 + m * s; x < b.x1; ++x) plane[x] = ph[(x - b.x0) % s][(x - b.x0) / s];
+            }
+            return;
+        }
         // `add` decided once, outside the loops: left inside, whether the compiler hoisted it
         // varied from build to build (k4 s3 layers' col2im 1.3x slower in one).
         auto rows = [&](auto add) {

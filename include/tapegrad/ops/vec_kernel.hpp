@@ -90,6 +90,40 @@ void interleave2(std::int64_t n, const T* __restrict a, const T* __restrict b, T
     }
 }
 
+// Three and four phase rows: plain loops of a constant stride, which the compiler vectorizes
+// (permutes into interleaved stores) for the translation unit's instruction set.
+template <class T>
+void interleave3(std::int64_t n, const T* __restrict a, const T* __restrict b, const T* __restrict c, T* __restrict out) {
+    for (std::int64_t i = 0; i < n; ++i) {
+        out[3 * i] = a[i];
+        out[3 * i + 1] = b[i];
+        out[3 * i + 2] = c[i];
+    }
+}
+template <class T>
+void interleave4(std::int64_t n, const T* __restrict a, const T* __restrict b, const T* __restrict c,
+                 const T* __restrict d, T* __restrict out) {
+    for (std::int64_t i = 0; i < n; ++i) {
+        out[4 * i] = a[i];
+        out[4 * i + 1] = b[i];
+        out[4 * i + 2] = c[i];
+        out[4 * i + 3] = d[i];
+    }
+}
+
+template <class Arch, class T>
+void interleave(std::int64_t n, std::int64_t s, const T* const* src, T* out) {
+    switch (s) {
+        case 1: std::copy_n(src[0], n, out); return;
+        case 2: interleave2<Arch, T>(n, src[0], src[1], out, false); return;
+        case 3: interleave3(n, src[0], src[1], src[2], out); return;
+        case 4: interleave4(n, src[0], src[1], src[2], src[3], out); return;
+        default:
+            for (std::int64_t p = 0; p < s; ++p)
+                for (std::int64_t q = 0; q < n; ++q) out[s * q + p] = src[p][q];
+    }
+}
+
 template <class Arch, class T>
 void add_runs(const Run* runs, std::int64_t nruns, const T* src, T* dst) {
     using V = xsimd::batch<T, Arch>;
@@ -489,7 +523,8 @@ void permute_sum(const LanePermute* perms, std::int64_t n, const T* src, std::in
 #define TG_VEC_TABLE(ARCH, T, NAME)                                                                      \
     const tg::vec::Kernels<T> tg::vec::NAME = {                                                          \
         &tg::vec::kernel::axpy<ARCH, T>,      &tg::vec::kernel::fma<ARCH, T>,       &tg::vec::kernel::dot<ARCH, T>, \
-        &tg::vec::kernel::interleave2<ARCH, T>, &tg::vec::kernel::add_runs<ARCH, T>, &tg::vec::kernel::copy_runs<ARCH, T>, \
+        &tg::vec::kernel::interleave2<ARCH, T>, &tg::vec::kernel::interleave<ARCH, T>,                      \
+        &tg::vec::kernel::add_runs<ARCH, T>, &tg::vec::kernel::copy_runs<ARCH, T>, \
         &tg::vec::kernel::transpose<ARCH, T>, &tg::vec::kernel::permute_sum<ARCH, T>,                      \
         sizeof(xsimd::batch<float, ARCH>)};
 #define TG_VEC_INSTANTIATE(ARCH, SUFFIX) TG_VEC_TABLE(ARCH, float, f32_##SUFFIX) TG_VEC_TABLE(ARCH, double, f64_##SUFFIX)

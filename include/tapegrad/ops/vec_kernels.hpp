@@ -15,6 +15,7 @@ struct Kernels {
     void (*fma)(std::int64_t n, const T* a, const T* b, T* y);
     T (*dot)(std::int64_t n, const T* x, const T* y);
     void (*interleave2)(std::int64_t n, const T* a, const T* b, T* out, bool add);
+    void (*interleave)(std::int64_t n, std::int64_t s, const T* const* src, T* out);
     void (*add_runs)(const Run* runs, std::int64_t n, const T* src, T* dst);
     void (*copy_runs)(const LaneRun* runs, std::int64_t n, const T* src, std::int64_t step, T* dst, std::int64_t count,
                       std::int64_t src_stride, std::int64_t dst_stride);
