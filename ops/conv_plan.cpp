@@ -53,12 +53,17 @@ bool small_fits(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, Tr
     if (kind == ConvKind::Transposed && algo != TransposedAlgo::Auto) return false;
     if (mode == SmallConv::Always) return true;
     if (g.macs() < kSmallMinMacs) return false;
+    const bool strided = std::any_of(g.stride.begin(), g.stride.end(), [](std::int64_t s) { return s > 1; });
+    // At most kSmallTinyOg o-side channels from many i-side ones (a map of a few channels made
+    // from, or made into, 64-256): the GEMM's forward M and transposed K are that short. The
+    // small-channel kernels took 0.29-0.86 of the GEMM path's time on 13 such layers (4-8 from
+    // 64-256 channels, 1-D to 3-D, images up to 128 × 128), at any image size; the weight
+    // gradient only unstrided (k3 s2 on 64 × 64: 1.20). With 16 o-side channels they lost
+    // (1.01-1.55), with 64 and 3 i-side ones too (dcgan_g4's: 1.23-1.45).
+    if (g.Og <= kSmallTinyOg && g.Ig > kSmallIg) return kind != ConvKind::WeightGrad || !strided;
     const PhaseGrid pg(g);
     if (pg.image_bytes(g, static_cast<std::int64_t>(elem_bytes)) > kTileCacheBytes) return false;
-    if (kind == ConvKind::WeightGrad) {
-        const bool strided = std::any_of(g.stride.begin(), g.stride.end(), [](std::int64_t s) { return s > 1; });
-        return g.R() <= (strided ? kSmallRStrided : kSmallR);
-    }
+    if (kind == ConvKind::WeightGrad) return g.R() <= (strided ? kSmallRStrided : kSmallR);
     const double computed = static_cast<double>(kind == ConvKind::Forward ? pg.PS : pg.phases * pg.PS);
     const double results = static_cast<double>(kind == ConvKind::Forward ? g.out_numel() : g.in_numel());
     return g.Og <= kSmallOg && g.Ig <= kSmallIg && computed <= kSmallWaste * results;

@@ -224,6 +224,17 @@ TEST_CASE("conv plan: the small-channel rule", "[conv_plan]") {
     const ConvGeometry g4 = conv2d(16, 3, 64, 32, 4);
     CHECK(plan(ConvKind::WeightGrad, g4).strategy == ConvStrategy::Small);
     CHECK(plan(ConvKind::Forward, g4).strategy != ConvStrategy::Small);
+    // At most kSmallTinyOg o-side channels from more than kSmallIg i-side ones: direct at any
+    // image size (past a core's L2 here), the weight gradient only unstrided; 16 o-side
+    // channels are not.
+    const ConvGeometry t8 = conv2d(2, 128, 8, 64, 3), t16 = conv2d(2, 128, 16, 64, 3);
+    const ConvGeometry t8s = ConvGeometry::forward({.N = 4, .C_in = 64, .C_out = 4, .in_size = {64, 64}, .kernel = {3, 3},
+                                                    .stride = {2, 2}, .pads_begin = {1, 1}, .pads_end = {1, 1}});
+    for (ConvKind k : kinds) {
+        CHECK(plan(k, t8).strategy == ConvStrategy::Small);
+        CHECK(plan(k, t16).strategy != ConvStrategy::Small);
+        CHECK((plan(k, t8s).strategy == ConvStrategy::Small) == (k != ConvKind::WeightGrad));
+    }
     // Too little work for the grids' fixed costs (the "tiny" shape: 3600 multiply-adds).
     CHECK(plan(ConvKind::Forward, conv2d(1, 4, 4, 5, 3)).strategy != ConvStrategy::Small);
     // One image's grids past a core's L2 (16 + 32 channels of 130 x 130 floats).
