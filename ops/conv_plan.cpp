@@ -79,8 +79,12 @@ bool small_fits(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, Tr
 // - the weight gradient always (0.67-0.90 of the GEMM path's time on every layer measured);
 // - the transposed call (its GEMM sums over the o-side channels only) where a result position
 //   takes kRowsTransposedTaps taps or more on average (∏K/∏s: k3 s1, k3 s2, k4 s2, 1-D k8 s4;
-//   0.23-0.96 with 96-128 result channels) or the input image has fewer than kRowsSmallImage
-//   positions (k4 s3 on 4 × 4 images 0.48-0.54, on 16 × 16 and 32 × 32 ones 1.04-1.24);
+//   0.23-0.96 with 96-128 result channels) and either sums kRowsTransposedSums products or
+//   more (Og·∏K/∏s) or writes a result of at most kRowsTransposedBytes (32 -> 96-128, k3 s2
+//   on 32 × 32 images, 72 products: 0.76-0.90 with 2-5 images, 4-8 MB, 1.16-1.57 with 8,
+//   13-17 MB, where the rows' transposes into so many planes fall out of cache), or the input
+//   image has fewer than kRowsSmallImage positions (k4 s3 on 4 × 4 images 0.48-0.54, on
+//   16 × 16 and 32 × 32 ones 1.04-1.24);
 // - the forward call on 2-D and 3-D layers with a tap block under kRowsTapBytes (0.59-0.97;
 //   1-D layers lost, 1.13-1.22, and 128 × 64 blocks at AVX2, 1.04-1.18).
 // Disjoint taps at a last-axis stride of at most 2 on images of kRowsSmallImage positions or
@@ -101,9 +105,11 @@ bool rows_fits(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, Tra
     std::int64_t strides = 1;
     for (std::int64_t s : g.stride) strides *= s;
     const std::int64_t tap_bytes = Cr * cp * static_cast<std::int64_t>(elem_bytes);
+    const std::int64_t result_bytes = g.N * g.G * g.Ig * g.in_numel() * static_cast<std::int64_t>(elem_bytes);
+    const bool many_taps = g.kernel_numel() >= kRowsTransposedTaps * strides &&
+                           (g.Og * g.kernel_numel() >= kRowsTransposedSums * strides || result_bytes <= kRowsTransposedBytes);
     const bool wide = kind == ConvKind::WeightGrad ||
-                      (tr ? g.kernel_numel() >= kRowsTransposedTaps * strides || small_image
-                          : g.D() >= 2 && !disjoint && tap_bytes < kRowsTapBytes);
+                      (tr ? many_taps || small_image : g.D() >= 2 && !disjoint && tap_bytes < kRowsTapBytes);
     const std::int64_t max_result = wide ? kRowsMaxGradResult : kRowsMaxResult;
     return std::min(Cr, Cd) >= kRowsMinChannels && Cd <= max_result && 4 * Cd > 3 * cp && tap_bytes <= kRowsTapBytes;
 }

@@ -319,6 +319,15 @@ TEST_CASE("conv plan: the channel-row rule", "[conv_plan]") {
     CHECK(plan(ConvKind::Transposed, strided(64, 64, 8, 2, 2)).strategy == ConvStrategy::Rows);
     CHECK(plan(ConvKind::Transposed, strided(64, 64, 30, 3, 3)).strategy == ConvStrategy::Rows);
     CHECK(plan(ConvKind::Forward, strided(64, 64, 32, 2, 2)).strategy == ConvStrategy::Rows);
+    // Few products a result (32 o-side channels, 3x3 stride 2: 32 · 9 / 4 = 72 under
+    // kRowsTransposedSums): the channel rows only while the result is at most
+    // kRowsTransposedBytes (8 images of 128 channels of 64 x 64 floats: 16 MiB, 2 images: 4).
+    auto k3s2 = [](std::int64_t N) {
+        return ConvGeometry::forward({.N = N, .C_in = 128, .C_out = 32, .in_size = {64, 64}, .kernel = {3, 3},
+                                      .stride = {2, 2}, .pads_begin = {1, 1}, .pads_end = {1, 1}});
+    };
+    CHECK(plan(ConvKind::Transposed, k3s2(8)).strategy != ConvStrategy::Rows);
+    CHECK(plan(ConvKind::Transposed, k3s2(2)).strategy == ConvStrategy::Rows);
     // The autoencoder's second layer (16 -> 32, 3x3 stride 2): forward and transposed keep the
     // small-channel kernels (16 channels a side); its weight gradient, past their limit
     // (Ig·∏K = 144 with stride 2), takes the channel-row one.

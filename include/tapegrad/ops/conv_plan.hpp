@@ -112,7 +112,8 @@ inline constexpr std::int64_t kSmallOg = 32, kSmallIg = 32, kSmallR = 256, kSmal
 inline constexpr double kSmallMinMacs = 65536, kSmallWaste = 1.5;
 // The channel-row rule's limits (see plan_conv).
 inline constexpr std::int64_t kRowsMinChannels = 16, kRowsMaxResult = 64, kRowsMaxGradResult = 128, kRowsTapBytes = 32 << 10,
-                              kRowsOverSmall = 32, kRowsTransposedTaps = 2,
+                              kRowsOverSmall = 32, kRowsTransposedTaps = 2, kRowsTransposedSums = 128,
+                              kRowsTransposedBytes = std::int64_t{12} << 20,
                               kRowsSmallImage = 64;
 
 }  // namespace tg
