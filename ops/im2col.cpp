@@ -169,6 +169,10 @@ void geometry_key(const Axes& ax, std::vector<std::int64_t>& key) {
 // 20 layers: planes of 4-144 elements 0.67-0.96 of the runs' time where the permutes were
 // fewer, 1-D rows of 64-128 elements 1.00-1.07 where they were 2.3-5 times more).
 constexpr std::int64_t kPermuteMaxVectors = 64;
+// The forward's im2col gathers a panel's vectors from planes of at most kGatherMaxVectors
+// vectors by lane permutes (vec::permute_copy) where they are no more than the runs' vector
+// operations (each run's loop and vectors).
+constexpr std::int64_t kGatherMaxVectors = 16;
 
 // A run of col2im's scatter: plane[dst + e·s] = src[src + e] for e < len, s the last axis's
 // stride.
@@ -259,6 +263,23 @@ void scatter_runs(const Axes& ax, const ColTile& tile, std::int64_t cols, PlaneR
     }
 }
 
+// A permute of the vector of `count` elements at offset src into result vector acc, no lanes yet.
+vec::LanePermute new_permute(std::int64_t src, std::int64_t acc, std::int64_t count) {
+    vec::LanePermute u{};
+    u.src = src;
+    u.acc = static_cast<std::int32_t>(acc);
+    u.count = static_cast<std::int32_t>(count);
+    std::fill(std::begin(u.idx), std::end(u.idx), -1);
+    return u;
+}
+// Result lane `to` of u takes source lane `from` (elements of R 32-bit lanes).
+void add_lane(vec::LanePermute& u, std::int64_t to, std::int64_t from, std::int64_t R) {
+    for (std::int64_t r = 0; r < R; ++r) {
+        u.idx[to * R + r] = static_cast<std::int32_t>(from * R + r);
+        u.mask |= 1u << (to * R + r);
+    }
+}
+
 // The lane permutes of col2im's planes, for a tile of whole images: every (result vector,
 // tap, vector of the tap's col row) that meets, its lanes (vec::permute_sum), V elements a
 // vector of 32-bit lanes of R each. Sorted by result vector, then tap: each result element
@@ -281,19 +302,9 @@ void permute_list(const Axes& ax, const ColTile& tile, std::int64_t cols, std::i
     });
     for (std::size_t l = 0; l < lanes.size(); ++l) {
         const Lane& z = lanes[l];
-        if (l == 0 || z.acc != lanes[l - 1].acc || z.kf != lanes[l - 1].kf || z.v != lanes[l - 1].v) {
-            vec::LanePermute u{};
-            u.src = z.kf * cols + z.v * V;
-            u.acc = static_cast<std::int32_t>(z.acc);
-            u.count = static_cast<std::int32_t>(std::min(V, W - z.v * V));
-            std::fill(std::begin(u.idx), std::end(u.idx), -1);
-            out.push_back(u);
-        }
-        vec::LanePermute& u = out.back();
-        for (std::int64_t r = 0; r < R; ++r) {
-            u.idx[z.to * R + r] = static_cast<std::int32_t>(z.from * R + r);
-            u.mask |= 1u << (z.to * R + r);
-        }
+        if (l == 0 || z.acc != lanes[l - 1].acc || z.kf != lanes[l - 1].kf || z.v != lanes[l - 1].v)
+            out.push_back(new_permute(z.kf * cols + z.v * V, z.acc, std::min(V, W - z.v * V)));
+        add_lane(out.back(), z.to, z.from, R);
     }
 }
 
@@ -346,11 +357,81 @@ PlaneRuns plane_runs(const ConvGeometry& g, const Axes& ax, const PhasePlane& pp
     return pr;
 }
 
+// im2col's lane permutes (the forward's planes of a few vectors): per tap and panel of the
+// call's columns, the permutes that make each vector of the panel's row from a channel's
+// plane (vec::permute_copy), or none where the runs are cheaper.
+struct GatherLists {
+    bool use = false;
+    std::vector<std::vector<vec::LanePermute>> lists;  // tap kf, panel p: lists[kf·panels + p]
+};
+
+// Appends one tap's lists, one per panel, from its runs `segs` (list_segments, columns
+// in layout cl: panels of whole vectors of V elements, R 32-bit lanes each): each element a
+// run takes from the input becomes a lane of the permute from its plane vector (of image ni,
+// at offset ni·image + v·V) into its panel vector; lanes no run takes are zeros.
+void gather_lists(const Axes& ax, const std::vector<vec::LaneRun>& segs, const PanelLayout& cl, std::int64_t panels,
+                  std::int64_t V, std::int64_t R, std::vector<std::vector<vec::LanePermute>>& out) {
+    struct Lane {
+        std::int64_t panel, acc, src, count, to, from;
+    };
+    std::vector<Lane> lanes;
+    const std::int64_t sl = ax.s[ax.D - 1], image = ax.Ctot * ax.Xn;
+    for (const vec::LaneRun& u : segs)
+        for (std::int64_t e = u.lo; e < u.hi; ++e) {
+            const std::int64_t d = u.dst + e, s = u.src + (e - u.lo) * sl;
+            const std::int64_t j = d % cl.panel_stride, pos = s % image, v0 = pos / V * V;
+            lanes.push_back({d / cl.panel_stride, j / V, s - pos + v0, std::min(V, ax.Xn - v0), j % V, pos % V});
+        }
+    std::stable_sort(lanes.begin(), lanes.end(), [](const Lane& x, const Lane& y) {
+        return std::tie(x.panel, x.acc, x.src) < std::tie(y.panel, y.acc, y.src);
+    });
+    const std::size_t first = out.size();
+    out.resize(first + static_cast<std::size_t>(panels));
+    for (std::size_t l = 0; l < lanes.size(); ++l) {
+        const Lane& z = lanes[l];
+        std::vector<vec::LanePermute>& list = out[first + static_cast<std::size_t>(z.panel)];
+        if (l == 0 || z.panel != lanes[l - 1].panel || z.acc != lanes[l - 1].acc || z.src != lanes[l - 1].src)
+            list.push_back(new_permute(z.src, z.acc, z.count));
+        add_lane(list.back(), z.to, z.from, R);
+    }
+}
+
 // Everything list_segments' result depends on.
 void list_key(const Axes& ax, const ColTile& tile, std::int64_t c0, std::int64_t c1, const PanelLayout& cl,
               std::vector<std::int64_t>& key) {
     key.assign({tile.nb, tile.p0, tile.p1, c0, c1, cl.ld, cl.panel, cl.panel_stride});
     geometry_key(ax, key);
+}
+
+// The gather lists of tile columns [c0, c1) in layout `cols` at the active instruction set,
+// made once per thread and kept (from segs_of(kf), tap kf's runs); null where im2col copies
+// the runs instead: columns not in panels of whole vectors, planes over kGatherMaxVectors
+// vectors, or more permutes than the runs' vector operations.
+template <class T, class F>
+const GatherLists* find_gathers(const Axes& ax, const ColTile& tile, std::int64_t c0, std::int64_t c1,
+                                const PanelLayout& cols, F&& segs_of) {
+    const std::int64_t vbytes = vec::active_kernels<T>().permute_bytes, V = vbytes / static_cast<std::int64_t>(sizeof(T));
+    if (cols.ld != 1 || cols.panel == 0 || cols.panel % V != 0 || ax.Xn > kGatherMaxVectors * V) return nullptr;
+    thread_local RunCache<GatherLists> cache;
+    thread_local std::vector<std::int64_t> key;
+    list_key(ax, tile, c0, c1, cols, key);
+    key.push_back(vbytes);
+    bool fresh = false;
+    GatherLists& gl = cache.find(key, fresh);
+    if (fresh) {
+        const std::int64_t panels = (c1 - c0 + cols.panel - 1) / cols.panel;
+        std::int64_t ops = 0, perms = 0;
+        for (std::int64_t kf = 0; kf < ax.Kn; ++kf) {
+            const std::vector<vec::LaneRun>& segs = segs_of(kf);
+            for (const vec::LaneRun& u : segs) ops += 1 + (u.len + V - 1) / V;
+            gather_lists(ax, segs, cols, panels, V, static_cast<std::int64_t>(sizeof(T)) / 4, gl.lists);
+        }
+        for (const std::vector<vec::LanePermute>& l : gl.lists) perms += static_cast<std::int64_t>(l.size());
+        gl.use = perms <= ops;
+        if (!gl.use) gl.lists.clear();
+        cache.added(perms);
+    }
+    return gl.use ? &gl : nullptr;
 }
 
 }  // namespace
@@ -467,7 +548,25 @@ void im2col_ncx(const ConvGeometry& g, const T* x, const ColTile& tile, std::int
                          (q1 - r + ax.Kn - 1) / ax.Kn, ax.Xn, ax.Kn * rl.ld);
         }
     };
-    if (!transposing) return fill(r0, r1, dst, rows);
+    if (!transposing) {
+        // Planes of a few vectors, columns in panels of whole vectors: each vector of a row's
+        // panel gathered from the plane's vectors by lane permutes, where they are no more
+        // than the runs' vector operations.
+        if (const GatherLists* gl = rows.panel == 0 ? find_gathers<T>(ax, tile, c0, c1, cols, runs_of) : nullptr) {
+            const std::int64_t n = c1 - c0, panels = (n + cols.panel - 1) / cols.panel;
+            for (std::int64_t l = 0; l < std::min(ax.Kn, r1 - r0); ++l) {
+                const std::int64_t r = r0 + l, count = (r1 - r + ax.Kn - 1) / ax.Kn;
+                for (std::int64_t p = 0; p < panels; ++p) {
+                    const std::vector<vec::LanePermute>& list = gl->lists[static_cast<std::size_t>(r % ax.Kn * panels + p)];
+                    vk.permute_copy(list.data(), static_cast<std::int64_t>(list.size()), plane(r / ax.Kn), ax.Xn,
+                                    dst + rows.offset(l) + p * cols.panel_stride, ax.Kn * rows.ld,
+                                    std::min(cols.panel, n - p * cols.panel), count);
+                }
+            }
+            return;
+        }
+        return fill(r0, r1, dst, rows);
+    }
     // Rows of several panels at a time, filled the same way (each tap's runs replayed for the
     // chunk's channels: a panel alone, 32 rows, holds one or two channels of a tap, so a
     // short run was decided again for every row), then transposed a panel at a time.
@@ -527,6 +626,17 @@ const PlaneRuns& cached_plane_runs(const ConvGeometry& g, const Axes& ax, const 
 }
 
 }  // namespace
+
+template <class T>
+bool im2col_gathers(const ConvGeometry& g, const ColTile& tile, std::int64_t c0, std::int64_t c1, const PanelLayout& cols) {
+    const Axes ax(g);
+    std::vector<vec::LaneRun> segs;
+    auto segs_of = [&](std::int64_t kf) -> const std::vector<vec::LaneRun>& {
+        list_segments(ax, tile, kf, c0, c1, cols, segs);
+        return segs;
+    };
+    return g.layout == Layout::NCX && find_gathers<T>(ax, tile, c0, c1, cols, segs_of) != nullptr;
+}
 
 template <class T>
 bool col2im_permutes(const ConvGeometry& g, const ColTile& tile) {
@@ -615,6 +725,8 @@ template void im2col_ncx<float>(const ConvGeometry&, const float*, const ColTile
 template void im2col_ncx<double>(const ConvGeometry&, const double*, const ColTile&, std::int64_t, std::int64_t,
                                  std::int64_t, std::int64_t, std::int64_t, double*, const PanelLayout&,
                                  const PanelLayout&);
+template bool im2col_gathers<float>(const ConvGeometry&, const ColTile&, std::int64_t, std::int64_t, const PanelLayout&);
+template bool im2col_gathers<double>(const ConvGeometry&, const ColTile&, std::int64_t, std::int64_t, const PanelLayout&);
 template bool col2im_permutes<float>(const ConvGeometry&, const ColTile&);
 template bool col2im_permutes<double>(const ConvGeometry&, const ColTile&);
 template void col2im<float>(const ConvGeometry&, const float*, const ColTile&, std::int64_t, std::int64_t, std::int64_t,

@@ -62,8 +62,8 @@ void transpose_scalar(const T* src, std::int64_t lds, std::int64_t rows, std::in
         for (std::int64_t c = 0; c < cols; ++c) dst[c * ldd + r] = src[r * lds + c];
 }
 
-// A 64-byte vector's lanes, element by element.
-template <class T>
+// A 64-byte vector's lanes, element by element; Copy: each lane from its one permute.
+template <class T, bool Copy = false>
 void permute_sum_scalar(const LanePermute* perms, std::int64_t n, const T* src, std::int64_t src_stride, T* dst,
                         std::int64_t dst_stride, std::int64_t len, std::int64_t planes) {
     constexpr std::int64_t R = sizeof(T) / 4, V = 16 / R;
@@ -75,7 +75,9 @@ void permute_sum_scalar(const LanePermute* perms, std::int64_t n, const T* src, 
                 const LanePermute& u = perms[k];
                 for (std::int64_t l = 0; l < V; ++l) {
                     const std::int64_t j = u.idx[l * R] / R;
-                    if ((u.mask >> (l * R)) & 1u && j < u.count) sum[l] += src[p * src_stride + u.src + j];
+                    if (!((u.mask >> (l * R)) & 1u) || j >= u.count) continue;
+                    if (Copy) sum[l] = src[p * src_stride + u.src + j];
+                    else sum[l] += src[p * src_stride + u.src + j];
                 }
             }
             std::copy_n(sum, std::min(V, len - e0), dst + p * dst_stride + e0);
@@ -87,7 +89,7 @@ template <class T>
 constexpr Kernels<T> scalar_table() {
     return {&axpy_scalar<T>,     &fma_scalar<T>,       &dot_scalar<T>,       &interleave2_scalar<T>, &interleave_scalar<T>,
             &add_runs_scalar<T>, &copy_runs_scalar<T>, &transpose_scalar<T>, &permute_sum_scalar<T>,
-            64};
+            &permute_sum_scalar<T, true>, 64};
 }
 
 }  // namespace
@@ -133,6 +135,12 @@ void permute_sum(const LanePermute* perms, std::int64_t n, const T* src, std::in
     active_kernels<T>().permute_sum(perms, n, src, src_stride, dst, dst_stride, len, planes);
 }
 
+template <class T>
+void permute_copy(const LanePermute* perms, std::int64_t n, const T* src, std::int64_t src_stride, T* dst,
+                  std::int64_t dst_stride, std::int64_t len, std::int64_t planes) {
+    active_kernels<T>().permute_copy(perms, n, src, src_stride, dst, dst_stride, len, planes);
+}
+
 #define TG_VEC_PUBLIC(T)                                                                                        \
     template void axpy<T>(std::int64_t, T, const T*, T*);                                                       \
     template void fma<T>(std::int64_t, const T*, const T*, T*);                                                 \
@@ -145,7 +153,9 @@ void permute_sum(const LanePermute* perms, std::int64_t n, const T* src, std::in
     template void transpose<T>(const T*, std::int64_t, std::int64_t, std::int64_t, T*, std::int64_t);           \
     template std::int64_t permute_bytes<T>();                                                                   \
     template void permute_sum<T>(const LanePermute*, std::int64_t, const T*, std::int64_t, T*, std::int64_t,    \
-                                 std::int64_t, std::int64_t);
+                                 std::int64_t, std::int64_t);                                                   \
+    template void permute_copy<T>(const LanePermute*, std::int64_t, const T*, std::int64_t, T*, std::int64_t,   \
+                                  std::int64_t, std::int64_t);
 TG_VEC_PUBLIC(float)
 TG_VEC_PUBLIC(double)
 #undef TG_VEC_PUBLIC

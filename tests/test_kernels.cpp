@@ -23,6 +23,7 @@
 #include "tapegrad/ops/conv_plan.hpp"
 #include "tapegrad/ops/conv_reference.hpp"
 #include "tapegrad/ops/im2col.hpp"
+#include "tapegrad/ops/vec.hpp"
 #include "conv_table.hpp"
 
 using namespace tg;
@@ -770,6 +771,74 @@ TEST_CASE("col2im's lane permutes match the reference at every instruction set, 
                 CHECK(col2im_permutes<double>(g, t) == (whole && row.permutes));
             }
         });
+    }
+}
+
+// The forward's im2col on planes of a few vectors: each vector of a panel row gathered from
+// the plane's vectors by lane permutes (vec::permute_copy), where they are no more than the
+// runs' vector operations. dcgan_g1's forward (8 × 8 → 4 × 4, k4 s2 p1), planes that end
+// inside a vector (5 × 5, 7 × 7), 3-D, 1-D, dilation, groups; the long 1-D row keeps the
+// runs. The path is checked with the GEMM's panels (two vectors wide) at AVX2 and AVX-512;
+// results at every instruction set, teams of 1-3 (their column ranges cut images anywhere),
+// tiles of parts of images (a small budget); a weight element left out must be seen.
+TEST_CASE("im2col's lane gathers match the reference at every instruction set, and a planted error is caught",
+          "[kernels][simd]") {
+    const tg::testing::IsaGuard restore;
+    const TeamGuard team_restore;
+    const SmallConvGuard gemm_path(SmallConv::Never);
+    struct Row {
+        ConvConfig c;
+        bool gathers;
+    };
+    const std::vector<Row> rows = {
+        {{"2d k4 s2 p1 8x8 (dcgan_g1's forward)", 3, 1, 4, 3, {{8, 4, 2, 1, 1, 1}, {8, 4, 2, 1, 1, 1}}}, true},
+        {{"2d k3 s2 p1 5x5", 2, 1, 3, 2, {{5, 3, 2, 1, 1, 1}, {5, 3, 2, 1, 1, 1}}}, true},
+        {{"2d k3 p1 7x7 groups 2", 2, 2, 2, 3, {{7, 3, 1, 1, 1, 1}, {7, 3, 1, 1, 1, 1}}}, true},
+        {{"3d k4 s2 p1 4^3", 2, 1, 2, 2, {{4, 4, 2, 1, 1, 1}, {4, 4, 2, 1, 1, 1}, {4, 4, 2, 1, 1, 1}}}, true},
+        {{"1d k4 s2 p1 16", 4, 1, 3, 2, {{16, 4, 2, 1, 1, 1}}}, true},
+        {{"2d k3 d2 p2 8x8", 2, 1, 2, 2, {{8, 3, 1, 2, 2, 2}, {8, 3, 1, 2, 2, 2}}}, true},
+        {{"1d k4 s2 p1 256 (runs of whole rows)", 2, 1, 2, 2, {{256, 4, 2, 1, 1, 1}}}, false},
+    };
+    std::mt19937_64 rng(9191);
+    const std::vector<simd::Isa> isas = tg::testing::tested_isas();
+    for (const Row& row : rows) {
+        const ConvConfig& c = row.c;
+        const ConvGeometry g = forward_geometry(c, Layout::NCX);
+        INFO(c.name);
+        const Tensor x = rounded(random_tensor(g.in_shape(), rng), DType::f32);
+        const Tensor W = rounded(random_tensor(g.weight_shape(), rng), DType::f32);
+        const Tensor x32 = x.to(DType::f32), W32 = W.to(DType::f32);
+        const Tensor want = reference::conv_forward(x, W, g), scale = reference::conv_forward(abs_tensor(x), abs_tensor(W), g);
+        for (simd::Isa isa : isas) {
+            if (isa == simd::Isa::scalar) continue;
+            simd::force(isa);
+            const std::int64_t V = vec::permute_bytes<float>() / 4;
+            const ConvPlan p = plan_conv(ConvKind::Forward, g, 1, workspace_budget(), 4, TransposedAlgo::Auto, SmallConv::Never);
+            for (const ColTile& t : p.tiles)
+                CHECK(im2col_gathers<float>(g, t, 0, t.cols(), PanelLayout{1, 2 * V, 2 * V * g.R()}) == row.gathers);
+        }
+        for (std::int64_t budget : {std::int64_t{64} << 20, std::int64_t{2000}})
+            for (int threads : {1, 2, 3}) {
+                const WorkspaceGuard ws(budget);
+                set_num_threads(threads);
+                force_thread_teams(threads > 1);
+                for (simd::Isa isa : isas) {
+                    simd::force(isa);
+                    const std::string what = std::string(" at ") + simd::isa_name(isa) + ", budget " + std::to_string(budget) +
+                                             ", " + std::to_string(threads) + " threads";
+                    check_close(conv_forward(x32, W32, g).to(DType::f64), want, scale, factor_for(DType::f32, g), c.name + what);
+                }
+            }
+        set_num_threads(team_restore.n);
+        force_thread_teams(false);
+        std::vector<double> wv = W.values();
+        wv.back() = 0;
+        const Tensor planted = reference::conv_forward(x, Tensor::from(W.shape(), wv, DType::f64), g);
+        for (simd::Isa isa : isas) {
+            simd::force(isa);
+            INFO(c.name << " at " << simd::isa_name(isa) << ": a planted error");
+            CHECK(out_of_tolerance(conv_forward(x32, W32, g).to(DType::f64), planted, scale, factor_for(DType::f32, g)) > 0);
+        }
     }
 }
 

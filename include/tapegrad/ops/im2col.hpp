@@ -59,6 +59,12 @@ template <class T>
 void col2im(const ConvGeometry& g, const T* col, const ColTile& tile, std::int64_t group, std::int64_t ni0,
             std::int64_t ni1, std::int64_t i0, std::int64_t i1, T* x);
 
+// Whether im2col_ncx gathers the forward's columns [c0, c1) of the tile, laid out as `cols`,
+// by lane permutes of the input's planes (planes of a few vectors, columns in panels of whole
+// vectors, at the active instruction set; see ops/im2col.cpp).
+template <class T>
+bool im2col_gathers(const ConvGeometry& g, const ColTile& tile, std::int64_t c0, std::int64_t c1, const PanelLayout& cols);
+
 // Whether col2im sums the tile's planes from lane permutes of col (NCX, a tile of whole
 // images of small planes, at the active instruction set; see ops/im2col.cpp).
 template <class T>

@@ -72,6 +72,11 @@ template <class T> std::int64_t permute_bytes();
 template <class T>
 void permute_sum(const LanePermute* perms, std::int64_t n, const T* src, std::int64_t src_stride, T* dst,
                  std::int64_t dst_stride, std::int64_t len, std::int64_t planes);
+// permute_sum where no two permutes of a vector share a lane (im2col's gathers): the lanes
+// are merged bit for bit (a −0 stays −0), not added.
+template <class T>
+void permute_copy(const LanePermute* perms, std::int64_t n, const T* src, std::int64_t src_stride, T* dst,
+                  std::int64_t dst_stride, std::int64_t len, std::int64_t planes);
 // dst[c·ldd + r] = src[r·lds + c] for r < rows, c < cols: W × W blocks transposed in
 // registers, the edges element by element.
 template <class T>

@@ -458,6 +458,9 @@ struct Permute512 {
         if constexpr (R == 1) return _mm512_add_ps(a, b);
         else return _mm512_castpd_ps(_mm512_add_pd(_mm512_castps_pd(a), _mm512_castps_pd(b)));
     }
+    static __m512 merge(__m512 a, __m512 b) {
+        return _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(a), _mm512_castps_si512(b)));
+    }
 };
 template <class T>
 struct Permute256 {
@@ -484,11 +487,12 @@ struct Permute256 {
         if constexpr (R == 1) return _mm256_add_ps(a, b);
         else return _mm256_castpd_ps(_mm256_add_pd(_mm256_castps_pd(a), _mm256_castps_pd(b)));
     }
+    static __m256 merge(__m256 a, __m256 b) { return _mm256_or_ps(a, b); }
 };
 
-// P planes of permute_sum at a time, so that P independent sums are in flight (a vector of
-// dcgan_g1's 8 × 8 planes sums 16 permutes).
-template <class Op, int P, class T>
+// P planes of permute_sum (Copy: permute_copy) at a time, so that P independent sums are in
+// flight (a vector of dcgan_g1's 8 × 8 planes sums 16 permutes).
+template <class Op, int P, bool Copy, class T>
 void permute_planes(const LanePermute* perms, std::int64_t n, const T* src, std::int64_t src_stride, T* dst,
                     std::int64_t dst_stride, std::int64_t len) {
     constexpr std::int64_t V = Op::L32 / Op::R;
@@ -499,22 +503,35 @@ void permute_planes(const LanePermute* perms, std::int64_t n, const T* src, std:
         for (; k < n && perms[k].acc == a; ++k) {
             const LanePermute& u = perms[k];
             const auto idx = Op::index(u);
-            for (int q = 0; q < P; ++q) sum[q] = Op::add(sum[q], Op::permute(u, idx, Op::load(src + q * src_stride + u.src, u.count)));
+            for (int q = 0; q < P; ++q) {
+                const auto v = Op::permute(u, idx, Op::load(src + q * src_stride + u.src, u.count));
+                sum[q] = Copy ? Op::merge(sum[q], v) : Op::add(sum[q], v);
+            }
         }
         const std::int64_t c = std::min(V, len - e0);
         for (int q = 0; q < P; ++q) Op::store(dst + q * dst_stride + e0, sum[q], c);
     }
 }
 
-template <class Arch, class T>
-void permute_sum(const LanePermute* perms, std::int64_t n, const T* src, std::int64_t src_stride, T* dst,
+template <class Arch, bool Copy, class T>
+void permute_all(const LanePermute* perms, std::int64_t n, const T* src, std::int64_t src_stride, T* dst,
                  std::int64_t dst_stride, std::int64_t len, std::int64_t planes) {
     using Op = std::conditional_t<sizeof(xsimd::batch<float, Arch>) == 64, Permute512<T>, Permute256<T>>;
     std::int64_t p = 0;
     for (; p + 4 <= planes; p += 4)
-        permute_planes<Op, 4>(perms, n, src + p * src_stride, src_stride, dst + p * dst_stride, dst_stride, len);
+        permute_planes<Op, 4, Copy>(perms, n, src + p * src_stride, src_stride, dst + p * dst_stride, dst_stride, len);
     for (; p < planes; ++p)
-        permute_planes<Op, 1>(perms, n, src + p * src_stride, src_stride, dst + p * dst_stride, dst_stride, len);
+        permute_planes<Op, 1, Copy>(perms, n, src + p * src_stride, src_stride, dst + p * dst_stride, dst_stride, len);
+}
+template <class Arch, class T>
+void permute_sum(const LanePermute* perms, std::int64_t n, const T* src, std::int64_t src_stride, T* dst,
+                 std::int64_t dst_stride, std::int64_t len, std::int64_t planes) {
+    permute_all<Arch, false>(perms, n, src, src_stride, dst, dst_stride, len, planes);
+}
+template <class Arch, class T>
+void permute_copy(const LanePermute* perms, std::int64_t n, const T* src, std::int64_t src_stride, T* dst,
+                  std::int64_t dst_stride, std::int64_t len, std::int64_t planes) {
+    permute_all<Arch, true>(perms, n, src, src_stride, dst, dst_stride, len, planes);
 }
 
 }  // namespace tg::vec::kernel
@@ -526,5 +543,6 @@ void permute_sum(const LanePermute* perms, std::int64_t n, const T* src, std::in
         &tg::vec::kernel::interleave2<ARCH, T>, &tg::vec::kernel::interleave<ARCH, T>,                      \
         &tg::vec::kernel::add_runs<ARCH, T>, &tg::vec::kernel::copy_runs<ARCH, T>, \
         &tg::vec::kernel::transpose<ARCH, T>, &tg::vec::kernel::permute_sum<ARCH, T>,                      \
+        &tg::vec::kernel::permute_copy<ARCH, T>,                                                           \
         sizeof(xsimd::batch<float, ARCH>)};
 #define TG_VEC_INSTANTIATE(ARCH, SUFFIX) TG_VEC_TABLE(ARCH, float, f32_##SUFFIX) TG_VEC_TABLE(ARCH, double, f64_##SUFFIX)

@@ -22,6 +22,8 @@ struct Kernels {
     void (*transpose)(const T* src, std::int64_t lds, std::int64_t rows, std::int64_t cols, T* dst, std::int64_t ldd);
     void (*permute_sum)(const LanePermute* perms, std::int64_t n, const T* src, std::int64_t src_stride, T* dst,
                         std::int64_t dst_stride, std::int64_t len, std::int64_t planes);
+    void (*permute_copy)(const LanePermute* perms, std::int64_t n, const T* src, std::int64_t src_stride, T* dst,
+                         std::int64_t dst_stride, std::int64_t len, std::int64_t planes);
     std::int64_t permute_bytes;  // permute_sum's vector, bytes
 };
 
