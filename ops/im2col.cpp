@@ -169,6 +169,15 @@ void geometry_key(const Axes& ax, std::vector<std::int64_t>& key) {
 // 20 layers: planes of 4-144 elements 0.67-0.96 of the runs' time where the permutes were
 // fewer, 1-D rows of 64-128 elements 1.00-1.07 where they were 2.3-5 times more).
 constexpr std::int64_t kPermuteMaxVectors = 64;
+// A run's fixed cost in vector operations (its loop, its tail): with 1, r6 of random_shapes.py
+// 20261129 (48 -> 256, k3 s2, 14 × 14 -> 29 × 29: 126 runs of 13-15 floats, 421 permutes
+// against 358) kept the runs, 1.5× slower than the permutes; with 2 the 1-D rows of 128
+// (4 runs) still keep theirs.
+constexpr std::int64_t kRunOps = 2;
+// A run's fixed cost in vector operations (its loop, its tail): with 1, r6 of random_shapes.py
+// 20261129 (48 -> 256, k3 s2, 14 × 14 -> 29 × 29: 126 runs of 13-15 floats, 421 permutes
+// against 358) kept the runs, 1.5× slower than the permutes; with 2 the 1-D rows of 128
+// (4 runs) still keep theirs.
 // The forward's im2col gathers a panel's vectors from planes of at most kGatherMaxVectors
 // vectors by lane permutes (vec::permute_copy) where they are no more than the runs' vector
 // operations (each run's loop and vectors).
@@ -313,11 +322,12 @@ PlaneRuns plane_runs(const ConvGeometry& g, const Axes& ax, const PhasePlane& pp
     PlaneRuns pr;
     const std::int64_t V = vbytes / esize;
     if (tile.p0 == 0 && tile.p1 == g.out_numel() && ax.Xn <= kPermuteMaxVectors * V) {
-        // The runs' vector operations (each run's own, and two passes over the plane: zeros
-        // and the copy back from phase-major order) against one per permute.
+        // The runs' vector operations (each run's own and kRunOps for its loop, and two passes
+        // over the plane: zeros and the copy back from phase-major order) against one per
+        // permute.
         std::int64_t ops = 2 * ((ax.Xn + V - 1) / V);
         for_plane_runs(ax, tile, cols, [&](std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t len) {
-            ops += 1 + (len + V - 1) / V;
+            ops += kRunOps + (len + V - 1) / V;
         });
         permute_list(ax, tile, cols, V, esize / 4, pr.permutes);
         if (static_cast<std::int64_t>(pr.permutes.size()) <= ops) return pr;
