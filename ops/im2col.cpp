@@ -188,11 +188,11 @@ constexpr std::int64_t kGatherMaxVectors = 16;
 struct ScatterRun {
     std::int64_t src, dst, len;
 };
-// s runs of the scatter on s consecutive positions (every phase of a row, s ≤ kMaxWays):
-// plane[dst + p + e·s] = src[src[p] + e] for p < s, e < len (one vec::interleave).
-constexpr std::int64_t kMaxWays = 4;
+// s runs of the scatter on s consecutive positions (every phase of a row, s ≤
+// vec::kInterleaveMaxWays): plane[dst + p + e·s] = src[src[p] + e] for p < s, e < len (one
+// vec::interleave).
 struct InterleaveRun {
-    std::int64_t src[kMaxWays], dst, len;
+    std::int64_t src[vec::kInterleaveMaxWays], dst, len;
 };
 
 // col2im's runs for one (geometry, tile positions, columns): every plane of the tile takes
@@ -251,7 +251,7 @@ void scatter_runs(const Axes& ax, const ColTile& tile, std::int64_t cols, PlaneR
     // left of the longer ones stays a run.
     for (std::size_t r = 0; r < runs.size();) {
         const std::size_t w = static_cast<std::size_t>(sl);
-        bool group = sl >= 2 && sl <= kMaxWays && r + w <= runs.size();
+        bool group = sl >= 2 && sl <= vec::kInterleaveMaxWays && r + w <= runs.size();
         std::int64_t m = runs[r].len;
         for (std::size_t p = 1; group && p < w; ++p) {
             group = runs[r + p].dst == runs[r].dst + static_cast<std::int64_t>(p);
@@ -690,7 +690,7 @@ void col2im(const ConvGeometry& g, const T* col, const ColTile& tile, std::int64
                     const T* src = col + (i - i0) * ax.Kn * cols + ni * W;
                     if (whole && !pr.cover) std::fill_n(xc, ax.Xn, T(0));
                     for (const InterleaveRun& r : pr.interleaves) {
-                        const T* ph[kMaxWays];
+                        const T* ph[vec::kInterleaveMaxWays];
                         for (std::int64_t p = 0; p < sl; ++p) ph[p] = src + r.src[p];
                         vk.interleave(r.len, sl, ph, xc + r.dst);
                     }

@@ -175,8 +175,9 @@ struct PhasePlane {
                 vec::interleave2((b.x1 - b.x0) / 2, pm + b.x0 / 2, pm + XL / 2 + b.x0 / 2, plane + b.x0, add);
             return;
         }
-        if (!add && s <= 4 && XL / s >= vec::kInterleaveMin) {  // every phase row: one interleave of their common length
-            const T* ph[4];
+        // Every phase row: one interleave of their common length, the rest element by element.
+        if (!add && s <= vec::kInterleaveMaxWays && XL / s >= vec::kInterleaveMin) {
+            const T* ph[vec::kInterleaveMaxWays];
             for (std::int64_t r = b.r0; r < b.r1; ++r, plane += XL, pm += XL) {
                 std::int64_t m = b.x1 - b.x0;
                 for (std::int64_t p = 0; p < s; ++p) {
