@@ -563,14 +563,20 @@ TEST_CASE("the channel-row kernels match the reference at every instruction set,
 // im2col path's products in another order: NaN where it gives NaN, the same infinities.
 namespace {
 
+// The reference of a forward call (x → y) or a transposed one (u → r) of geometry g.
+Tensor reference_of(ConvKind kind, const Tensor& a, const Tensor& W, const ConvGeometry& g) {
+    return kind == ConvKind::Forward ? reference::conv_forward(a, W, g) : reference::conv_transposed(a, W, g);
+}
+
 // A weight element left out (the last tap of the last result channel, from the last o-side
-// channel) must be seen in the f32 transposed result `run` gives (as f64), at every one of
-// `isas`, within the tolerance of the checks against the reference.
-void check_planted_weight(const ConvGeometry& g, const Tensor& u, const Tensor& W, const Tensor& scale,
+// channel) must be seen in the f32 result of the forward or transposed call `run` gives (as
+// f64; its operand `a`), at every one of `isas`, within the tolerance of the checks against
+// the reference.
+void check_planted_weight(ConvKind kind, const ConvGeometry& g, const Tensor& a, const Tensor& W, const Tensor& scale,
                           const std::vector<simd::Isa>& isas, const std::string& name, const std::function<Tensor()>& run) {
     std::vector<double> wv = W.values();
     wv.back() = 0;
-    const Tensor planted = reference::conv_transposed(u, Tensor::from(W.shape(), wv, DType::f64), g);
+    const Tensor planted = reference_of(kind, a, Tensor::from(W.shape(), wv, DType::f64), g);
     for (simd::Isa isa : isas) {
         simd::force(isa);
         INFO(name << " at " << simd::isa_name(isa) << ": a planted error");
@@ -634,29 +640,30 @@ TEST_CASE("the transposed GEMM in blocks of rows matches the reference at every 
         }
         set_num_threads(team_restore.n);
         force_thread_teams(false);
-        check_planted_weight(g, u, W, scale, isas, c.name,
+        check_planted_weight(ConvKind::Transposed, g, u, W, scale, isas, c.name,
                              [&] { return conv_transposed(u.to(DType::f32), W.to(DType::f32), g).to(DType::f64); });
     }
     if (isas.size() > 1) CHECK(team_blocked >= 8);
 }
 
-// The transposed convolution of row c against the reference with the result's memory dirtied
-// with NaN before each call (the allocator hands the same block back), so a position left
-// unwritten shows: tiles of whole images and of parts of one (a 300-byte budget), teams of
-// 1-3, every instruction set, f32 (and f64 at one thread), check_plan(plan, budget, what) on
-// each plan; then a weight element left out must be seen.
-void check_col2im_everywhere(const ConvConfig& c, std::mt19937_64& rng,
-                             const std::function<void(const ConvPlan&, std::int64_t, const std::string&)>& check_plan) {
+// The forward or transposed call of row c against the reference, with the result's memory
+// dirtied with NaN before each call (the allocator hands the same block back), so a position
+// left unwritten shows: tiles of whole images and of parts of one (a 300-byte budget), teams
+// of 1-3, every instruction set, f32 (and f64 at one thread), check_plan(plan, budget, what)
+// on each plan; then a weight element left out must be seen.
+void check_everywhere(ConvKind kind, const ConvConfig& c, std::mt19937_64& rng,
+                      const std::function<void(const ConvPlan&, std::int64_t, const std::string&)>& check_plan) {
     const TeamGuard team_restore;
     const double nan = std::numeric_limits<double>::quiet_NaN();
     const std::vector<simd::Isa> isas = tg::testing::tested_isas();
-    const ConvGeometry g = transposed_geometry(c);
-    const Tensor u = rounded(random_tensor(g.out_shape(), rng), DType::f32);
+    const bool fwd = kind == ConvKind::Forward;
+    const ConvGeometry g = fwd ? forward_geometry(c, Layout::NCX) : transposed_geometry(c);
+    const Tensor a = rounded(random_tensor(fwd ? g.in_shape() : g.out_shape(), rng), DType::f32);
     const Tensor W = rounded(random_tensor(g.weight_shape(), rng), DType::f32);
-    const Tensor want = reference::conv_transposed(u, W, g), scale = reference::conv_transposed(abs_tensor(u), abs_tensor(W), g);
+    const Tensor want = reference_of(kind, a, W, g), scale = reference_of(kind, abs_tensor(a), abs_tensor(W), g);
     auto run = [&](DType dt) {
-        Tensor::full(g.in_shape(), nan, dt);  // freed at once: the result's block, dirty
-        return conv_transposed(u.to(dt), W.to(dt), g).to(DType::f64);
+        Tensor::full(fwd ? g.out_shape() : g.in_shape(), nan, dt);  // freed at once: the result's block, dirty
+        return (fwd ? conv_forward(a.to(dt), W.to(dt), g) : conv_transposed(a.to(dt), W.to(dt), g)).to(DType::f64);
     };
     for (std::int64_t budget : {std::int64_t{64} << 20, std::int64_t{300}})
         for (int threads : {1, 2, 3}) {
@@ -665,8 +672,7 @@ void check_col2im_everywhere(const ConvConfig& c, std::mt19937_64& rng,
             force_thread_teams(threads > 1);
             for (simd::Isa isa : isas) {
                 simd::force(isa);
-                const ConvPlan p =
-                    plan_conv(ConvKind::Transposed, g, threads, workspace_budget(), 4, TransposedAlgo::Auto, SmallConv::Never);
+                const ConvPlan p = plan_conv(kind, g, threads, workspace_budget(), 4, TransposedAlgo::Auto, SmallConv::Never);
                 const std::string what = std::string(" at ") + simd::isa_name(isa) + ", budget " + std::to_string(budget) +
                                          ", " + std::to_string(threads) + " threads, " + std::to_string(p.tiles.size()) +
                                          " tiles";
@@ -677,7 +683,7 @@ void check_col2im_everywhere(const ConvConfig& c, std::mt19937_64& rng,
         }
     set_num_threads(team_restore.n);
     force_thread_teams(false);
-    check_planted_weight(g, u, W, scale, isas, c.name, [&] { return run(DType::f32); });
+    check_planted_weight(kind, g, a, W, scale, isas, c.name, [&] { return run(DType::f32); });
 }
 
 // Disjoint taps (each i-side position reached by at most one tap of one o-side position):
@@ -686,7 +692,7 @@ void check_col2im_everywhere(const ConvConfig& c, std::mt19937_64& rng,
 // result, every tile writes its part and the result is not zero-filled (writes_all). Each
 // row's disjoint/cover flags are worked out by hand. Small planes of whole images take lane
 // permutes instead (the next test); the 24 × 24 rows keep the scatter there too. Checked as
-// check_col2im_everywhere does.
+// check_everywhere does.
 TEST_CASE("disjoint taps: col2im's scatter matches the reference at every instruction set, and a planted error is caught",
           "[kernels][simd]") {
     const tg::testing::IsaGuard restore;
@@ -721,7 +727,7 @@ TEST_CASE("disjoint taps: col2im's scatter matches the reference at every instru
         INFO(row.c.name);
         CHECK(g.taps_disjoint() == row.disjoint);
         CHECK(g.taps_cover() == row.cover);
-        check_col2im_everywhere(row.c, rng, [&](const ConvPlan& p, std::int64_t, const std::string&) {
+        check_everywhere(ConvKind::Transposed, row.c, rng, [&](const ConvPlan& p, std::int64_t, const std::string&) {
             if (row.cover) CHECK(p.writes_all);
             if (row.scatter)
                 for (const ColTile& t : p.tiles) CHECK(!col2im_permutes<float>(g, t));
@@ -735,7 +741,7 @@ TEST_CASE("disjoint taps: col2im's scatter matches the reference at every instru
 // 1-D, stride 1, dilation, disjoint taps; the long 1-D row and the plane of over 64 vectors
 // keep the runs (the rule: no more permutes than the runs' vector operations). Each row's
 // path is checked at every instruction set and both dtypes with tiles of whole images (and
-// tiles of parts of an image never permute); results as check_col2im_everywhere checks them.
+// tiles of parts of an image never permute); results as check_everywhere checks them.
 TEST_CASE("col2im's lane permutes match the reference at every instruction set, and a planted error is caught",
           "[kernels][simd]") {
     const tg::testing::IsaGuard restore;
@@ -761,7 +767,7 @@ TEST_CASE("col2im's lane permutes match the reference at every instruction set, 
     for (const Row& row : rows) {
         const ConvGeometry g = transposed_geometry(row.c);
         INFO(row.c.name);
-        check_col2im_everywhere(row.c, rng, [&](const ConvPlan& p, std::int64_t budget, const std::string& what) {
+        check_everywhere(ConvKind::Transposed, row.c, rng, [&](const ConvPlan& p, std::int64_t budget, const std::string& what) {
             REQUIRE(p.strategy != ConvStrategy::Phases);
             INFO(what);
             for (const ColTile& t : p.tiles) {
@@ -779,12 +785,11 @@ TEST_CASE("col2im's lane permutes match the reference at every instruction set, 
 // runs' vector operations. dcgan_g1's forward (8 × 8 → 4 × 4, k4 s2 p1), planes that end
 // inside a vector (5 × 5, 7 × 7), 3-D, 1-D, dilation, groups; the long 1-D row keeps the
 // runs. The path is checked with the GEMM's panels (two vectors wide) at AVX2 and AVX-512;
-// results at every instruction set, teams of 1-3 (their column ranges cut images anywhere),
-// tiles of parts of images (a small budget); a weight element left out must be seen.
+// results as check_everywhere checks them (teams of 1-3, whose column ranges cut images
+// anywhere; tiles of parts of images; f32 and f64; a weight element left out).
 TEST_CASE("im2col's lane gathers match the reference at every instruction set, and a planted error is caught",
           "[kernels][simd]") {
     const tg::testing::IsaGuard restore;
-    const TeamGuard team_restore;
     const SmallConvGuard gemm_path(SmallConv::Never);
     struct Row {
         ConvConfig c;
@@ -800,16 +805,10 @@ TEST_CASE("im2col's lane gathers match the reference at every instruction set, a
         {{"1d k4 s2 p1 256 (runs of whole rows)", 2, 1, 2, 2, {{256, 4, 2, 1, 1, 1}}}, false},
     };
     std::mt19937_64 rng(9191);
-    const std::vector<simd::Isa> isas = tg::testing::tested_isas();
     for (const Row& row : rows) {
-        const ConvConfig& c = row.c;
-        const ConvGeometry g = forward_geometry(c, Layout::NCX);
-        INFO(c.name);
-        const Tensor x = rounded(random_tensor(g.in_shape(), rng), DType::f32);
-        const Tensor W = rounded(random_tensor(g.weight_shape(), rng), DType::f32);
-        const Tensor x32 = x.to(DType::f32), W32 = W.to(DType::f32);
-        const Tensor want = reference::conv_forward(x, W, g), scale = reference::conv_forward(abs_tensor(x), abs_tensor(W), g);
-        for (simd::Isa isa : isas) {
+        const ConvGeometry g = forward_geometry(row.c, Layout::NCX);
+        INFO(row.c.name);
+        for (simd::Isa isa : tg::testing::tested_isas()) {
             if (isa == simd::Isa::scalar) continue;
             simd::force(isa);
             const std::int64_t V = vec::permute_bytes<float>() / 4;
@@ -817,28 +816,7 @@ TEST_CASE("im2col's lane gathers match the reference at every instruction set, a
             for (const ColTile& t : p.tiles)
                 CHECK(im2col_gathers<float>(g, t, 0, t.cols(), PanelLayout{1, 2 * V, 2 * V * g.R()}) == row.gathers);
         }
-        for (std::int64_t budget : {std::int64_t{64} << 20, std::int64_t{2000}})
-            for (int threads : {1, 2, 3}) {
-                const WorkspaceGuard ws(budget);
-                set_num_threads(threads);
-                force_thread_teams(threads > 1);
-                for (simd::Isa isa : isas) {
-                    simd::force(isa);
-                    const std::string what = std::string(" at ") + simd::isa_name(isa) + ", budget " + std::to_string(budget) +
-                                             ", " + std::to_string(threads) + " threads";
-                    check_close(conv_forward(x32, W32, g).to(DType::f64), want, scale, factor_for(DType::f32, g), c.name + what);
-                }
-            }
-        set_num_threads(team_restore.n);
-        force_thread_teams(false);
-        std::vector<double> wv = W.values();
-        wv.back() = 0;
-        const Tensor planted = reference::conv_forward(x, Tensor::from(W.shape(), wv, DType::f64), g);
-        for (simd::Isa isa : isas) {
-            simd::force(isa);
-            INFO(c.name << " at " << simd::isa_name(isa) << ": a planted error");
-            CHECK(out_of_tolerance(conv_forward(x32, W32, g).to(DType::f64), planted, scale, factor_for(DType::f32, g)) > 0);
-        }
+        check_everywhere(ConvKind::Forward, row.c, rng, [](const ConvPlan&, std::int64_t, const std::string&) {});
     }
 }
 
