@@ -7,9 +7,11 @@
 #include <algorithm>
 #include <charconv>
 #include <climits>
+#include <cctype>
 #include <cstring>
 #include <cstdlib>
 #include <numeric>
+#include <string>
 #include <thread>
 #include <type_traits>
 
@@ -87,9 +89,9 @@ void gemm_impl(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K,
 #ifdef _OPENMP
     in_team = omp_in_parallel();
 #endif
-    // Outside a team and worth a team (~1 ms of work, as in the conv kernels): split the
+    // Outside a team and worth a team (team_min_flops, as in the conv kernels): split the
     // larger of M and N between the threads.
-    if (nt == 1 || in_team || team_size(2.0 * static_cast<double>(M) * N * K, kTeamMinFlops) == 1) {
+    if (nt == 1 || in_team || team_size(2.0 * static_cast<double>(M) * N * K, team_min_flops()) == 1) {
         blas_call(ta, tb, m, n, k, alpha, A, la, B, lb, beta, C, lc);
         return;
     }
@@ -251,6 +253,15 @@ std::atomic<std::uint64_t> g_teams{0};
 }  // namespace
 
 void force_thread_teams(bool on) { g_force_teams = on; }
+
+double team_min_flops() {
+    static const double v = [] {
+        std::string policy = env::text("OMP_WAIT_POLICY").value_or("");
+        std::transform(policy.begin(), policy.end(), policy.begin(), [](unsigned char c) { return std::tolower(c); });
+        return policy == "passive" ? kTeamMinFlops * kSleepingTeamFactor : kTeamMinFlops;
+    }();
+    return v;
+}
 
 int team_size(double work, double min_work) {
     const int n = work < min_work && !g_force_teams.load(std::memory_order_relaxed) ? 1 : num_threads();

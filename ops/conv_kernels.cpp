@@ -396,11 +396,11 @@ Tensor dispatch(ConvKind kind, const Tensor& a, const Tensor& b, const Tensor& b
 namespace detail {
 
 ConvPlan plan_call(ConvKind kind, const ConvGeometry& g, DType ct) {
-    ConvPlan p = plan_conv(kind, g, team_size(2.0 * g.macs(), kTeamMinFlops), workspace_budget(), dtype_size(ct),
+    ConvPlan p = plan_conv(kind, g, team_size(2.0 * g.macs(), team_min_flops()), workspace_budget(), dtype_size(ct),
                            transposed_algo(), small_conv());
     // The direct kernels fork once and share nothing (no barriers, no shared buffers): a
     // team pays off on a quarter of the work a GEMM step needs.
-    if (p.strategy == ConvStrategy::Small || p.strategy == ConvStrategy::Rows) p.team = team_size(2.0 * g.macs(), kTeamMinFlops / 4);
+    if (p.strategy == ConvStrategy::Small || p.strategy == ConvStrategy::Rows) p.team = team_size(2.0 * g.macs(), team_min_flops() / 4);
     return p;
 }
 

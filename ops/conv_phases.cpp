@@ -202,7 +202,7 @@ void conv_transposed_phases(const ConvGeometry& g, const T* u, const T* w, T* r)
                         wp[wofs[p] + (grp * Ig + i) * Rp + o * Tn + t] = w[((grp * Og + o) * Ig + i) * Kn + ph.kflat[t]];
     }
     const double flops = 2.0 * static_cast<double>(g.N) * G * Ig * Og * Kn * g.out_numel();
-    const int nt = team_size(flops, kTeamMinFlops);
+    const int nt = team_size(flops, team_min_flops());
     // Each thread computes a chunk of a phase's columns into its own [Ig × chunk] buffer and
     // writes it out; threads own disjoint columns, so nothing is shared but the inputs.
     const std::int64_t budget_cols = workspace_budget() / (static_cast<std::int64_t>(sizeof(T)) * Ig * nt);

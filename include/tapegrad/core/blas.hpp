@@ -125,9 +125,18 @@ inline std::int64_t team_part(std::int64_t n, std::int64_t t, std::int64_t T) { 
 // (tests use it to prove that the multi-threaded paths ran).
 std::uint64_t teams_started();
 
-// The least floating-point work (flops) of a GEMM-based step that is worth a team: about a
-// millisecond on one core. The GEMM split, the conv kernels and the phase form all use it.
-constexpr double kTeamMinFlops = 5.0e7;
+// The least floating-point work (flops) of a GEMM-based step that is worth a team, for the
+// GEMM split, the conv kernels and the phase form: team_min_flops(). Where the team's threads
+// spin between parallel regions (libgomp's default), a start costs a few µs: kTeamMinFlops,
+// about 20 µs on one core. Where they sleep (OMP_WAIT_POLICY=passive, as scripts/main.sh
+// sets), every start and barrier wakes them, tens of µs under a hypervisor: kSleepingTeamFactor
+// times as much, about a millisecond. Measured on 16 random layers of 1-50 MFLOP and the
+// examples' layers at 2 threads (bench/RESULTS.md): spinning, a team at 2e6 took 0.50-0.95 of
+// one thread's time on 40 of 57 calls (2 slower, 1.15-1.27); sleeping, teams below 5e7 lost up
+// to 3.7× (the channel rows' barriers) and the autoencoder's epoch 5.0 -> 5.9 s.
+constexpr double kTeamMinFlops = 2.0e6, kSleepingTeamFactor = 25;
+// kTeamMinFlops, or kSleepingTeamFactor times it where OMP_WAIT_POLICY is passive (read once).
+double team_min_flops();
 // The same for a memory-bound pass (pooling, batch norm): the least number of values it
 // visits for a team to pay off.
 constexpr double kTeamMinValues = 2.5e5;
