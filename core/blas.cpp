@@ -254,12 +254,14 @@ std::atomic<std::uint64_t> g_teams{0};
 
 void force_thread_teams(bool on) { g_force_teams = on; }
 
+double team_min_flops(std::string_view wait_policy) {
+    std::string p(wait_policy);
+    std::transform(p.begin(), p.end(), p.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return p == "passive" ? kTeamMinFlops * kSleepingTeamFactor : kTeamMinFlops;
+}
+
 double team_min_flops() {
-    static const double v = [] {
-        std::string policy = env::text("OMP_WAIT_POLICY").value_or("");
-        std::transform(policy.begin(), policy.end(), policy.begin(), [](unsigned char c) { return std::tolower(c); });
-        return policy == "passive" ? kTeamMinFlops * kSleepingTeamFactor : kTeamMinFlops;
-    }();
+    static const double v = team_min_flops(env::text("OMP_WAIT_POLICY").value_or(""));
     return v;
 }
 

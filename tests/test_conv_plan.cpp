@@ -10,6 +10,7 @@
 #include "isas.hpp"
 #include "tapegrad/core/simd.hpp"
 #include "tapegrad/ops/conv_plan.hpp"
+#include "tapegrad/ops/conv_small.hpp"
 
 using namespace tg;
 using namespace tg::testing;
@@ -234,6 +235,34 @@ TEST_CASE("conv plan: the small-channel rule", "[conv_plan]") {
         CHECK(plan(k, t8).strategy == ConvStrategy::Small);
         CHECK(plan(k, t16).strategy != ConvStrategy::Small);
         CHECK((plan(k, t8s).strategy == ConvStrategy::Small) == (k != ConvKind::WeightGrad));
+    }
+    // At most kSmallTinyOg o-side channels from at most kSmallIg: all three direct where an
+    // image's grids are at most kSmallTinyImageBytes, past a core's L2 too, whatever the weight
+    // gradient's R (600 and 288, past kSmallR and kSmallRStrided); past it, the GEMM paths.
+    auto grids = [](const ConvGeometry& g) { return PhaseGrid(g).image_bytes(g, 4); };
+    const ConvGeometry f3 = conv2d(4, 24, 3, 64, 5), f4 = conv2d(2, 32, 4, 96, 3), f4big = conv2d(2, 32, 4, 128, 3);
+    const ConvGeometry f4s = ConvGeometry::forward({.N = 2, .C_in = 32, .C_out = 4, .in_size = {96, 96}, .kernel = {3, 3},
+                                                    .stride = {2, 2}, .pads_begin = {1, 1}, .pads_end = {1, 1}});
+    CHECK(f3.R() == 600);
+    CHECK(grids(f3) <= kTileCacheBytes);
+    for (const ConvGeometry& g : {f4, f4s}) CHECK((grids(g) > kTileCacheBytes && grids(g) <= kSmallTinyImageBytes));
+    CHECK(grids(f4big) > kSmallTinyImageBytes);
+    for (ConvKind k : kinds) {
+        CHECK(plan(k, f3).strategy == ConvStrategy::Small);
+        CHECK(plan(k, f4).strategy == ConvStrategy::Small);
+        CHECK(plan(k, f4s).strategy == ConvStrategy::Small);
+        CHECK(plan(k, f4big).strategy != ConvStrategy::Small);
+    }
+    // Disjoint taps (k2 s2, k3 s3): the transposed call takes the GEMM path (col2im copies),
+    // the forward and the weight gradient stay direct.
+    for (std::int64_t k : {2, 3}) {
+        const ConvGeometry d = ConvGeometry::forward({.N = 8, .C_in = 16, .C_out = 8, .in_size = {32, 32}, .kernel = {k, k},
+                                                      .stride = {k, k}});
+        CHECK(d.taps_disjoint());
+        CHECK(plan(ConvKind::Transposed, d).strategy != ConvStrategy::Small);
+        CHECK(plan(ConvKind::Forward, d).strategy == ConvStrategy::Small);
+        CHECK(plan(ConvKind::WeightGrad, d).strategy == ConvStrategy::Small);
+        CHECK(plan(ConvKind::Transposed, d, SmallConv::Always).strategy == ConvStrategy::Small);
     }
     // Too little work for the grids' fixed costs (the "tiny" shape: 3600 multiply-adds).
     CHECK(plan(ConvKind::Forward, conv2d(1, 4, 4, 5, 3)).strategy != ConvStrategy::Small);

@@ -537,7 +537,14 @@ TEST_CASE("the small-channel kernels match the reference at every instruction se
     check_direct_kernels(SmallConv::Always, ConvStrategy::Small, {ConvKind::Forward, ConvKind::Transposed, ConvKind::WeightGrad},
                          {{"2d 3 -> 13 channels", 2, 1, 3, 13, {{9, 3, 2, 1, 1, 1, 1}, {8, 3, 1, 1, 1, 1}}},
                           {"1d 9 -> 20 channels", 2, 1, 9, 20, {{11, 4, 2, 1, 1, 1}}},
-                          {"2d groups2 8 -> 9", 1, 2, 8, 9, {{6, 3, 1, 2, 2, 2}, {7, 2, 2, 1, 0, 1, 1}}}},
+                          {"2d groups2 8 -> 9", 1, 2, 8, 9, {{6, 3, 1, 2, 2, 2}, {7, 2, 2, 1, 0, 1, 1}}},
+                          // Strides 3 to 5 on the last axis, result rows with elements past the
+                          // last whole group (35 = 11·3 + 2, 38 = 9·4 + 2, 29 = 5·5 + 4): the
+                          // transposed call's phase rows interleaved as vectors (3, 4) and one
+                          // by one (5).
+                          {"2d 4 -> 6 stride3", 2, 1, 4, 6, {{5, 4, 3, 1, 1, 1}, {12, 4, 3, 1, 1, 1}}},
+                          {"1d 5 -> 7 stride4", 2, 1, 5, 7, {{10, 5, 4, 1, 2, 1}}},
+                          {"2d 3 -> 4 stride5", 1, 1, 3, 4, {{4, 3, 1, 1, 1, 1}, {6, 6, 5, 1, 1, 1}}}},
                          1212, {Layout::NCX});
 }
 

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstdint>
+#include <cstdlib>
 #include <exception>
 #include <string>
 #include <thread>
@@ -140,4 +141,23 @@ TEST_CASE("GeneratorScope: a model built on another thread does not disturb this
     scoped.join();
     global.join();
     CHECK(nn::Linear(4, 3).weight.value().values() == alone);
+}
+
+TEST_CASE("a team starts from about 20 µs of work, from a millisecond's where its threads sleep", "[threads]") {
+    // By hand from the rule in tapegrad/core/blas.hpp: OMP_WAIT_POLICY=passive (any case)
+    // puts threads to sleep between parallel regions; unset, active or anything else spins.
+    CHECK(kTeamMinFlops == 2.0e6);
+    for (const char* sleeping : {"passive", "PASSIVE", "Passive"}) CHECK(team_min_flops(sleeping) == 5.0e7);
+    for (const char* spinning : {"", "active", "ACTIVE", "passive-ish"}) CHECK(team_min_flops(spinning) == 2.0e6);
+    const char* policy = std::getenv("OMP_WAIT_POLICY");
+    CHECK(team_min_flops() == team_min_flops(policy ? policy : ""));
+
+    const int prev = num_threads();
+    set_num_threads(2);
+    const double least = team_min_flops();
+    CHECK(team_size(least * 0.99, least) == 1);
+    CHECK(team_size(least, least) == 2);
+    set_num_threads(1);
+    CHECK(team_size(least * 100, least) == 1);
+    set_num_threads(prev);
 }

@@ -4,6 +4,7 @@
 // one thread-count control that covers OpenBLAS and tapegrad's own parallel loops.
 #pragma once
 #include <cstdint>
+#include <string_view>
 
 #include "tapegrad/core/workspace.hpp"
 
@@ -135,8 +136,10 @@ std::uint64_t teams_started();
 // one thread's time on 40 of 57 calls (2 slower, 1.15-1.27); sleeping, teams below 5e7 lost up
 // to 3.7× (the channel rows' barriers) and the autoencoder's epoch 5.0 -> 5.9 s.
 constexpr double kTeamMinFlops = 2.0e6, kSleepingTeamFactor = 25;
-// kTeamMinFlops, or kSleepingTeamFactor times it where OMP_WAIT_POLICY is passive (read once).
+// kTeamMinFlops, or kSleepingTeamFactor times it where OMP_WAIT_POLICY is passive (read once):
+// team_min_flops(the variable's value, "" when unset; any case, as libgomp reads it).
 double team_min_flops();
+double team_min_flops(std::string_view wait_policy);
 // The same for a memory-bound pass (pooling, batch norm): the least number of values it
 // visits for a team to pay off.
 constexpr double kTeamMinValues = 2.5e5;

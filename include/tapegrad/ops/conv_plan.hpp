@@ -108,7 +108,8 @@ inline constexpr std::int64_t kMinTileCols = 512, kMinPackedTileCols = 128;
 // (no staging copy; dcgan_g4's forward, 1 024 positions, 1.12 -> 0.82 ms, dilated_d2's 2.74 -> 2.21).
 inline constexpr std::int64_t kWideImageCols = 256;
 // The small-channel rule's limits (see plan_conv).
-inline constexpr std::int64_t kSmallOg = 32, kSmallIg = 32, kSmallR = 256, kSmallRStrided = 64, kSmallTinyOg = 8;
+inline constexpr std::int64_t kSmallOg = 32, kSmallIg = 32, kSmallR = 256, kSmallRStrided = 64, kSmallTinyOg = 8,
+                              kSmallTinyImageBytes = 2 * kTileCacheBytes;
 inline constexpr double kSmallMinMacs = 65536, kSmallWaste = 1.5;
 // The channel-row rule's limits (see plan_conv).
 inline constexpr std::int64_t kRowsMinChannels = 16, kRowsMaxResult = 64, kRowsMaxGradResult = 128, kRowsTapBytes = 32 << 10,
