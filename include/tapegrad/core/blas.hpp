@@ -129,13 +129,16 @@ std::uint64_t teams_started();
 // The least floating-point work (flops) of a GEMM-based step that is worth a team, for the
 // GEMM split, the conv kernels and the phase form: team_min_flops(). Where the team's threads
 // spin between parallel regions (libgomp's default), a start costs a few µs: kTeamMinFlops,
-// about 20 µs on one core. Where they sleep (OMP_WAIT_POLICY=passive, as scripts/main.sh
+// about 100 µs on one core. Where they sleep (OMP_WAIT_POLICY=passive, as scripts/main.sh
 // sets), every start and barrier wakes them, tens of µs under a hypervisor: kSleepingTeamFactor
-// times as much, about a millisecond. Measured on 16 random layers of 1-50 MFLOP and the
-// examples' layers at 2 threads (bench/RESULTS.md): spinning, a team at 2e6 took 0.50-0.95 of
-// one thread's time on 40 of 57 calls (2 slower, 1.15-1.27); sleeping, teams below 5e7 lost up
-// to 3.7× (the channel rows' barriers) and the autoencoder's epoch 5.0 -> 5.9 s.
-constexpr double kTeamMinFlops = 2.0e6, kSleepingTeamFactor = 25;
+// times as much, about a millisecond. Measured at 2 threads (bench/RESULTS.md): spinning, 16
+// random layers of 1-50 MFLOP took 0.50-0.95 of one thread's time on 40 of 57 calls with
+// teams from 2e6, but with another process busy on the machine a spinning team waits for a
+// descheduled thread at every barrier: from 2e6 the autoencoder's epoch went 12.5 -> 18.7 s
+// and the attention example 7.0 -> 19-33 s (GEMM splits), from 1e7 12.9 s and 7.0 s.
+// Sleeping, teams below 5e7 lost up to 3.7× (the channel rows' barriers) and the
+// autoencoder's epoch 5.0 -> 5.9 s on an idle machine.
+constexpr double kTeamMinFlops = 1.0e7, kSleepingTeamFactor = 5;
 // kTeamMinFlops, or kSleepingTeamFactor times it where OMP_WAIT_POLICY is passive (read once):
 // team_min_flops(the variable's value, "" when unset; any case, as libgomp reads it).
 double team_min_flops();
