@@ -5,6 +5,7 @@
 #include <initializer_list>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "tapegrad/core/blas.hpp"
 #include "tapegrad/core/env.hpp"
@@ -48,14 +49,41 @@ std::atomic<SmallConv>& small_setting() {
 // GEMM's M and K, or K and M/∏K), and at most kSmallWaste grid positions computed per
 // result (the rows' padding; 3-D grids of small planes are mostly padding).
 // bench/RESULTS.md has the layers measured both ways behind the numbers.
+// The least share of i-side positions the taps reach on an axis: the residues modulo the
+// stride that the taps' offsets k·d meet (1 for most layers; 1/2 for k1 s2, 3/4 for k3 s4).
+// The direct kernels copy or compute every i-side position; the GEMM paths touch only those
+// the taps reach.
+double taps_reach(const ConvGeometry& g) {
+    double least = 1;
+    for (std::size_t a = 0; a < g.stride.size(); ++a) {
+        const std::int64_t s = g.stride[a];
+        std::vector<bool> hit(static_cast<std::size_t>(s), false);
+        for (std::int64_t k = 0; k < g.kernel[a]; ++k) hit[static_cast<std::size_t>(k * g.dilation[a] % s)] = true;
+        least = std::min(least, static_cast<double>(std::count(hit.begin(), hit.end(), true)) / static_cast<double>(s));
+    }
+    return least;
+}
+
+// Where the direct kernels' work on positions no tap reaches loses to the GEMM paths: the
+// forward call wherever the taps skip positions (3-D 8 -> 64, k1 s2: 7× the GEMM path's time;
+// 2-D k1 s2, k3 s4, k2 s3 on 8-64 channels 1.16-2.7×, 1-D k1 s2 1.6×), the others where they
+// reach at most half of them (k1 s2: the weight gradient 1.27-2.2×, the transposed call
+// 1.2-1.3×). At k3 s4 and k2 s3 (3/4 and 2/3) the channel rows' transposed call and weight
+// gradient kept 0.83-1.0 of the GEMM path's time on 2-D layers (2.0 on a 3-D one of 4³).
+bool skips_too_much(ConvKind kind, const ConvGeometry& g) {
+    const double reach = taps_reach(g);
+    return kind == ConvKind::Forward ? reach < 1 : reach <= 0.5;
+}
+
 bool small_fits(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, TransposedAlgo algo, SmallConv mode) {
     if (g.layout != Layout::NCX || mode == SmallConv::Never || mode == SmallConv::Rows) return false;
     if (kind == ConvKind::Transposed && algo != TransposedAlgo::Auto) return false;
     if (mode == SmallConv::Always) return true;
     if (g.macs() < kSmallMinMacs) return false;
+    if (skips_too_much(kind, g)) return false;
     // Disjoint taps (each result position one tap: k2 s2, k3 s3, k4 s4): the transposed call's
     // GEMM sums all there is to sum and col2im only copies; the small-channel kernels took
-    // 1.15-1.79× its time on 7 such layers (1-3 channels to 16-256, 1-D to 3-D).
+    // 1.15-1.79× its time on 7 such layers (3-16 o-side channels to 16-256, 1-D to 3-D).
     if (kind == ConvKind::Transposed && g.taps_disjoint()) return false;
     const bool strided = std::any_of(g.stride.begin(), g.stride.end(), [](std::int64_t s) { return s > 1; });
     // At most kSmallTinyOg o-side channels from many i-side ones (a map of a few channels made
@@ -70,7 +98,7 @@ bool small_fits(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, Tr
     // calls, whatever the grids' padding, on images of up to kSmallTinyImageBytes of grids.
     // Where the rule below sent them to the GEMM path (grids past a core's L2, or padding past
     // kSmallWaste, or a strided weight gradient of more than kSmallRStrided columns), the
-    // small-channel kernels took 0.17-0.78 of its time on 12 layers of 20 random ones (1-3
+    // small-channel kernels took 0.17-0.78 of its time on 12 layers of 20 random ones (1-8
     // o-side channels from 8-32, 1-D to 3-D, images to 1.7 MB, padding to 2.4×); the GEMM path
     // kept a 3-D k3 s3 layer of 5.5 MB grids (small kernels 1.1-6.2× slower).
     if (g.Og <= kSmallTinyOg && (g.Ig > 1 || g.Og > 1))
@@ -109,6 +137,7 @@ bool rows_fits(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, Tra
     if (kind == ConvKind::Transposed && algo != TransposedAlgo::Auto) return false;
     if (mode == SmallConv::Rows) return true;
     if (mode != SmallConv::Auto) return false;
+    if (skips_too_much(kind, g)) return false;
     const bool tr = kind == ConvKind::Transposed;
     const bool small_image = g.out_numel() < kRowsSmallImage;
     const bool disjoint = g.taps_disjoint() && g.stride.back() <= 2 && !small_image;

@@ -174,10 +174,6 @@ constexpr std::int64_t kPermuteMaxVectors = 64;
 // against 358) kept the runs, 1.5× slower than the permutes; with 2 the 1-D rows of 128
 // (4 runs) still keep theirs.
 constexpr std::int64_t kRunOps = 2;
-// A run's fixed cost in vector operations (its loop, its tail): with 1, r6 of random_shapes.py
-// 20261129 (48 -> 256, k3 s2, 14 × 14 -> 29 × 29: 126 runs of 13-15 floats, 421 permutes
-// against 358) kept the runs, 1.5× slower than the permutes; with 2 the 1-D rows of 128
-// (4 runs) still keep theirs.
 // The forward's im2col gathers a panel's vectors from planes of at most kGatherMaxVectors
 // vectors by lane permutes (vec::permute_copy) where they are no more than the runs' vector
 // operations (each run's loop and vectors).

@@ -264,6 +264,22 @@ TEST_CASE("conv plan: the small-channel rule", "[conv_plan]") {
         CHECK(plan(ConvKind::WeightGrad, d).strategy == ConvStrategy::Small);
         CHECK(plan(ConvKind::Transposed, d, SmallConv::Always).strategy == ConvStrategy::Small);
     }
+    // Taps that skip i-side positions: k1 s2 reaches half of them (no direct kernel for any
+    // call), k3 s4 three quarters (the forward on the GEMM path; the weight gradient on the
+    // channel rows, 32 channels a side), k4 s2 all.
+    auto strided = [](std::int64_t C, std::int64_t k, std::int64_t s) {
+        return ConvGeometry::forward({.N = 4, .C_in = C, .C_out = C, .in_size = {32, 32}, .kernel = {k, k},
+                                      .stride = {s, s}});
+    };
+    for (ConvKind k : kinds) {
+        const ConvStrategy st = plan(k, strided(24, 1, 2)).strategy;
+        CHECK((st != ConvStrategy::Small && st != ConvStrategy::Rows));
+        CHECK(plan(k, strided(24, 1, 2), SmallConv::Always).strategy == ConvStrategy::Small);
+    }
+    const ConvStrategy fwd34 = plan(ConvKind::Forward, strided(32, 3, 4)).strategy;
+    CHECK((fwd34 != ConvStrategy::Small && fwd34 != ConvStrategy::Rows));
+    CHECK(plan(ConvKind::WeightGrad, strided(32, 3, 4)).strategy == ConvStrategy::Rows);
+    CHECK(plan(ConvKind::Forward, strided(24, 4, 2)).strategy == ConvStrategy::Small);
     // Too little work for the grids' fixed costs (the "tiny" shape: 3600 multiply-adds).
     CHECK(plan(ConvKind::Forward, conv2d(1, 4, 4, 5, 3)).strategy != ConvStrategy::Small);
     // One image's grids past a core's L2 (16 + 32 channels of 130 x 130 floats).
