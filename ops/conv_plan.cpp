@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <initializer_list>
+#include <numeric>
 #include <optional>
 #include <string>
 #include <vector>
@@ -41,25 +42,17 @@ std::atomic<SmallConv>& small_setting() {
     return enum_setting<SmallConv>("TAPEGRAD_SMALL_CONV", {"auto", "never", "always", "rows"});
 }
 
-// The rule for the small-channel kernels: NCX, at least kSmallMinMacs multiply-adds (below
-// that the call's fixed costs, grids and buffers, outweigh the work) and one image's grids
-// within a core's L2. The weight gradient: Ig·∏K (the GEMM's N, which the GEMM path needs
-// wide) at most kSmallR, or kSmallRStrided where a stride is above 1. Forward
-// and transposed: at most kSmallOg o-side and kSmallIg i-side channels per group (the
-// GEMM's M and K, or K and M/∏K), and at most kSmallWaste grid positions computed per
-// result (the rows' padding; 3-D grids of small planes are mostly padding).
-// bench/RESULTS.md has the layers measured both ways behind the numbers.
 // The least share of i-side positions the taps reach on an axis: the residues modulo the
-// stride that the taps' offsets k·d meet (1 for most layers; 1/2 for k1 s2, 3/4 for k3 s4).
-// The direct kernels copy or compute every i-side position; the GEMM paths touch only those
-// the taps reach.
+// stride s that the taps' offsets k·d meet (1 for most layers; 1/2 for k1 s2, 3/4 for k3 s4).
+// The multiples of d modulo s are the s/gcd(d, s) multiples of the gcd, the first K of them
+// distinct: min(K, s/gcd) residues (no table of s entries: a stride may be near 2^62). The
+// direct kernels copy or compute every i-side position; the GEMM paths touch only those the
+// taps reach.
 double taps_reach(const ConvGeometry& g) {
     double least = 1;
     for (std::size_t a = 0; a < g.stride.size(); ++a) {
-        const std::int64_t s = g.stride[a];
-        std::vector<bool> hit(static_cast<std::size_t>(s), false);
-        for (std::int64_t k = 0; k < g.kernel[a]; ++k) hit[static_cast<std::size_t>(k * g.dilation[a] % s)] = true;
-        least = std::min(least, static_cast<double>(std::count(hit.begin(), hit.end(), true)) / static_cast<double>(s));
+        const std::int64_t s = g.stride[a], residues = std::min(g.kernel[a], s / std::gcd(g.dilation[a], s));
+        least = std::min(least, static_cast<double>(residues) / static_cast<double>(s));
     }
     return least;
 }
@@ -75,6 +68,14 @@ bool skips_too_much(ConvKind kind, const ConvGeometry& g) {
     return kind == ConvKind::Forward ? reach < 1 : reach <= 0.5;
 }
 
+// The rule for the small-channel kernels: NCX, at least kSmallMinMacs multiply-adds (below
+// that the call's fixed costs, grids and buffers, outweigh the work) and one image's grids
+// within a core's L2. The weight gradient: Ig·∏K (the GEMM's N, which the GEMM path needs
+// wide) at most kSmallR, or kSmallRStrided where a stride is above 1. Forward
+// and transposed: at most kSmallOg o-side and kSmallIg i-side channels per group (the
+// GEMM's M and K, or K and M/∏K), and at most kSmallWaste grid positions computed per
+// result (the rows' padding; 3-D grids of small planes are mostly padding).
+// bench/RESULTS.md has the layers measured both ways behind the numbers.
 bool small_fits(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, TransposedAlgo algo, SmallConv mode) {
     if (g.layout != Layout::NCX || mode == SmallConv::Never || mode == SmallConv::Rows) return false;
     if (kind == ConvKind::Transposed && algo != TransposedAlgo::Auto) return false;

@@ -186,7 +186,6 @@ std::vector<RowBatch> batch_rows(const std::vector<vec::LaneRun>& runs) {
     return out;
 }
 
-// The copies between tensors and a chunk's grids, as row batches made once per call.
 // out[0, XL) from the sL ≥ 3 phase rows at src, ps apart (out[q·sL + p] = src[p·ps + q]):
 // interleaved as vectors for sL ≤ vec::kInterleaveMaxWays, then the XL % sL elements past
 // the last whole group. Element by element, with a division per element, the copy was 88% of
@@ -208,6 +207,7 @@ template <class T>
     for (std::int64_t xl = whole * sL; xl < XL; ++xl) out[xl] = src[(xl - whole * sL) * ps + whole];
 }
 
+// The copies between tensors and a chunk's grids, as row batches made once per call.
 struct GridCopies {
     const ConvGeometry& g;
     const PhaseGrid& pg;

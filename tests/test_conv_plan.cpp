@@ -280,6 +280,10 @@ TEST_CASE("conv plan: the small-channel rule", "[conv_plan]") {
     CHECK((fwd34 != ConvStrategy::Small && fwd34 != ConvStrategy::Rows));
     CHECK(plan(ConvKind::WeightGrad, strided(32, 3, 4)).strategy == ConvStrategy::Rows);
     CHECK(plan(ConvKind::Forward, strided(24, 4, 2)).strategy == ConvStrategy::Small);
+    // A stride of 2^40 (hostile but valid; the rule counts residues without a table of them).
+    const ConvGeometry huge = ConvGeometry::forward({.N = 2, .C_in = 24, .C_out = 24, .in_size = {64, 64},
+                                                     .kernel = {3, 3}, .stride = {std::int64_t{1} << 40, 2}});
+    for (ConvKind k : kinds) CHECK(plan(k, huge).strategy != ConvStrategy::Small);
     // Too little work for the grids' fixed costs (the "tiny" shape: 3600 multiply-adds).
     CHECK(plan(ConvKind::Forward, conv2d(1, 4, 4, 5, 3)).strategy != ConvStrategy::Small);
     // One image's grids past a core's L2 (16 + 32 channels of 130 x 130 floats).
