@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <numeric>
 
 
 namespace tg {
@@ -165,6 +166,15 @@ bool ConvGeometry::taps_disjoint() const {
         if (std::adjacent_find(phase.begin(), phase.end()) != phase.end()) return false;
     }
     return true;
+}
+
+double ConvGeometry::taps_reach() const {
+    double least = 1;
+    for (std::size_t a = 0; a < kernel.size(); ++a) {
+        const std::int64_t s = stride[a], residues = std::min(kernel[a], s / std::gcd(dilation[a], s));
+        least = std::min(least, static_cast<double>(residues) / static_cast<double>(s));
+    }
+    return least;
 }
 
 bool ConvGeometry::taps_cover() const {

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <atomic>
 #include <initializer_list>
-#include <numeric>
 #include <optional>
 #include <string>
 #include <vector>
@@ -42,29 +41,19 @@ std::atomic<SmallConv>& small_setting() {
     return enum_setting<SmallConv>("TAPEGRAD_SMALL_CONV", {"auto", "never", "always", "rows"});
 }
 
-// The least share of i-side positions the taps reach on an axis: the residues modulo the
-// stride s that the taps' offsets k·d meet (1 for most layers; 1/2 for k1 s2, 3/4 for k3 s4).
-// The multiples of d modulo s are the s/gcd(d, s) multiples of the gcd, the first K of them
-// distinct: min(K, s/gcd) residues (no table of s entries: a stride may be near 2^62). The
-// direct kernels copy or compute every i-side position; the GEMM paths touch only those the
-// taps reach.
-double taps_reach(const ConvGeometry& g) {
-    double least = 1;
-    for (std::size_t a = 0; a < g.stride.size(); ++a) {
-        const std::int64_t s = g.stride[a], residues = std::min(g.kernel[a], s / std::gcd(g.dilation[a], s));
-        least = std::min(least, static_cast<double>(residues) / static_cast<double>(s));
-    }
-    return least;
-}
+// One channel a side per group.
+bool depthwise(const ConvGeometry& g) { return g.Ig == 1 && g.Og == 1; }
 
-// Where the direct kernels' work on positions no tap reaches loses to the GEMM paths: the
-// forward call wherever the taps skip positions (3-D 8 -> 64, k1 s2: 7× the GEMM path's time;
-// 2-D k1 s2, k3 s4, k2 s3 on 8-64 channels 1.16-2.7×, 1-D k1 s2 1.6×), the others where they
-// reach at most half of them (k1 s2: the weight gradient 1.27-2.2×, the transposed call
-// 1.2-1.3×). At k3 s4 and k2 s3 (3/4 and 2/3) the channel rows' transposed call and weight
-// gradient kept 0.83-1.0 of the GEMM path's time on 2-D layers (2.0 on a 3-D one of 4³).
+// Where the direct kernels' work on positions no tap reaches (ConvGeometry::taps_reach: they
+// copy or compute every i-side position, the GEMM paths touch only those the taps reach)
+// loses to the GEMM paths: the forward call wherever the taps skip positions (3-D 8 -> 64,
+// k1 s2: 7× the GEMM path's time; 2-D k1 s2, k3 s4, k2 s3 on 8-64 channels 1.16-2.7×, 1-D
+// k1 s2 1.6×), the others where they reach at most half of them (k1 s2: the weight gradient
+// 1.27-2.2×, the transposed call 1.2-1.3×). At k3 s4 and k2 s3 (3/4 and 2/3) the channel
+// rows' transposed call and weight gradient kept 0.83-1.0 of the GEMM path's time on 2-D
+// layers (2.0 on a 3-D one of 4³).
 bool skips_too_much(ConvKind kind, const ConvGeometry& g) {
-    const double reach = taps_reach(g);
+    const double reach = g.taps_reach();
     return kind == ConvKind::Forward ? reach < 1 : reach <= 0.5;
 }
 
@@ -102,7 +91,7 @@ bool small_fits(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, Tr
     // small-channel kernels took 0.17-0.78 of its time on 12 layers of 20 random ones (1-8
     // o-side channels from 8-32, 1-D to 3-D, images to 1.7 MB, padding to 2.4×); the GEMM path
     // kept a 3-D k3 s3 layer of 5.5 MB grids (small kernels 1.1-6.2× slower).
-    if (g.Og <= kSmallTinyOg && (g.Ig > 1 || g.Og > 1))
+    if (g.Og <= kSmallTinyOg && !depthwise(g))
         return pg.image_bytes(g, static_cast<std::int64_t>(elem_bytes)) <= kSmallTinyImageBytes;
     if (pg.image_bytes(g, static_cast<std::int64_t>(elem_bytes)) > kTileCacheBytes) return false;
     if (kind == ConvKind::WeightGrad) return g.R() <= (strided ? kSmallRStrided : kSmallR);
@@ -134,7 +123,7 @@ bool small_fits(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, Tr
 // there: it won 1.1-2.4×; at stride 3 its scatter is element by element), the forward call
 // not past kRowsMaxResult (k2 s2 lost 1.05-1.31). Measured in bench/RESULTS.md.
 bool rows_fits(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, TransposedAlgo algo, SmallConv mode) {
-    if (g.Ig == 1 && g.Og == 1) return false;
+    if (depthwise(g)) return false;
     if (kind == ConvKind::Transposed && algo != TransposedAlgo::Auto) return false;
     if (mode == SmallConv::Rows) return true;
     if (mode != SmallConv::Auto) return false;
@@ -251,7 +240,7 @@ ConvPlan plan_conv(ConvKind kind, const ConvGeometry& g, int team, std::int64_t 
         p.writes_all = kind != ConvKind::WeightGrad;
         return p;
     }
-    if (g.Ig == 1 && g.Og == 1) {  // depthwise: no GEMM worth the name
+    if (depthwise(g)) {  // no GEMM worth the name
         p.strategy = ConvStrategy::Depthwise;
         p.writes_all = kind == ConvKind::Transposed && !nxc;
         return p;

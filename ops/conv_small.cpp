@@ -187,7 +187,8 @@ std::vector<RowBatch> batch_rows(const std::vector<vec::LaneRun>& runs) {
 }
 
 // out[0, XL) from the sL ≥ 3 phase rows at src, ps apart (out[q·sL + p] = src[p·ps + q]):
-// interleaved as vectors for sL ≤ vec::kInterleaveMaxWays, then the XL % sL elements past
+// interleaved as vectors for sL ≤ vec::kInterleaveMaxWays (above, the sL × XL/sL block of
+// phase rows transposed), then the XL % sL elements past
 // the last whole group. Element by element, with a division per element, the copy was 88% of
 // a k3 s3 layer's transposed call (16 -> 16 channels, 16 × 16 -> 48 × 48), 6.5-9.4× the GEMM
 // path's time on such layers. A function of its own: inlined into the row loop, it made the
@@ -201,8 +202,7 @@ template <class T>
         for (std::int64_t p = 0; p < sL; ++p) rows[p] = src + p * ps;
         vk.interleave(whole, sL, rows, out);
     } else {
-        for (std::int64_t p = 0; p < sL; ++p)
-            for (std::int64_t q = 0; q < whole; ++q) out[q * sL + p] = src[p * ps + q];
+        vk.transpose(src, ps, sL, whole, out, sL);  // out[q·sL + p] = src[p·ps + q]
     }
     for (std::int64_t xl = whole * sL; xl < XL; ++xl) out[xl] = src[(xl - whole * sL) * ps + whole];
 }

@@ -91,6 +91,12 @@ struct ConvGeometry {
     bool taps_disjoint() const;
     // taps_disjoint(), and every i-side position is reached: each exactly once.
     bool taps_cover() const;
+    // The least share of i-side positions the taps reach on an axis: the residues modulo the
+    // stride s that the taps' offsets k·d meet (1 for most layers; 1/2 for k1 s2, 3/4 for
+    // k3 s4). The multiples of d modulo s are the s/gcd(d, s) multiples of the gcd, the first
+    // K of them distinct: min(K, s/gcd) residues (no table of s entries: a stride may be near
+    // 2^62).
+    double taps_reach() const;
     // Checks internal consistency (every size ≥ 1 except N ≥ 0, equal lengths), that
     // out_size follows the rule above from in_size and the pads, and that every index the
     // kernels form fits int64. The constructors call it; `op` prefixes its messages.
