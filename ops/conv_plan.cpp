@@ -122,7 +122,34 @@ bool small_fits(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, Tr
 // more (k2 s2): the transposed call never (the GEMM path's col2im is one copy or interleave
 // there: it won 1.1-2.4×; at stride 3 its scatter is element by element), the forward call
 // not past kRowsMaxResult (k2 s2 lost 1.05-1.31). Measured in bench/RESULTS.md.
-bool rows_fits(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, TransposedAlgo algo, SmallConv mode) {
+// The channel-row weight gradient's channel limits (Cr reduction channels, the i-side ones; Cd
+// result channels, the o-side ones, `padded` past a quarter padding). Its register tiles
+// are reduction channels × result vectors, so unlike the other two calls it needs no
+// reduction channels to speak of (a tile takes several taps' of them at once, see
+// rows_weight_grad), only whole vectors of result channels:
+// - at least kRowsMinChannels result channels unpadded, from fewer reduction channels at 1
+//   thread where a pair sums at least kRowsGradMinRows rows (reduction channels times the
+//   last axis' taps, which a pair takes at once at dilation 1): 16-64 from 3-8, 0.67-0.91 of
+//   the time of the kernels that had them, 0.38-0.64 on 3-D layers; the classifier's first
+//   layer, 16 from 1 with 3 taps, 1.25×. With kRowsMinChannels or more: 16-48 from 16,
+//   0.55-0.73 (the classifier's second layer 1.46 -> 0.92 ms). At 2 threads only from
+//   kRowsMinChannels: each of a team's pairs reads the whole chunk of gathered u, half of it
+//   gathered on the other core, and few reduction channels leave the sums too few to hide
+//   it (dcgan_g4 0.80 -> 0.97 ms, 2-D layers of 16-64 channels from 3-8 1.1-1.6×);
+// - from kRowsGradManySums reduction channels or more, any kRowsMinChannels result channels
+//   (padded too: 24 from 48, 0.65-0.75), or kRowsGradMinResult where a stride leaves the other
+//   paths' weight gradients slow and the taps overlap (8-12 from 32-128, k3-k5 s2-s4:
+//   0.33-0.76 at 1 and 2 threads; at stride 1 they lost 1.1-1.6×, with disjoint taps
+//   1.2-2.5×).
+bool rows_grad_fits(const ConvGeometry& g, std::int64_t Cr, std::int64_t Cd, bool padded, int team) {
+    const bool strided = std::any_of(g.stride.begin(), g.stride.end(), [](std::int64_t s) { return s > 1; });
+    if (Cr >= kRowsGradManySums)
+        return Cd >= kRowsMinChannels || (Cd >= kRowsGradMinResult && strided && !g.taps_disjoint());
+    const std::int64_t tile_rows = g.dilation.back() == 1 ? Cr * g.kernel.back() : Cr;  // one pair's reduction rows
+    return Cd >= kRowsMinChannels && !padded && (Cr >= kRowsMinChannels || (team <= 1 && tile_rows >= kRowsGradMinRows));
+}
+
+bool rows_fits(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, TransposedAlgo algo, SmallConv mode, int team) {
     if (depthwise(g)) return false;
     if (kind == ConvKind::Transposed && algo != TransposedAlgo::Auto) return false;
     if (mode == SmallConv::Rows) return true;
@@ -143,7 +170,10 @@ bool rows_fits(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, Tra
     const bool wide = kind == ConvKind::WeightGrad ||
                       (tr ? many_taps || small_image : g.D() >= 2 && !disjoint && tap_bytes < kRowsTapBytes);
     const std::int64_t max_result = wide ? kRowsMaxGradResult : kRowsMaxResult;
-    return std::min(Cr, Cd) >= kRowsMinChannels && Cd <= max_result && 4 * Cd > 3 * cp && tap_bytes <= kRowsTapBytes;
+    if (Cd > max_result || tap_bytes > kRowsTapBytes) return false;
+    const bool padded = 4 * Cd <= 3 * cp;
+    if (kind == ConvKind::WeightGrad) return rows_grad_fits(g, Cr, Cd, padded, team);
+    return std::min(Cr, Cd) >= kRowsMinChannels && !padded;
 }
 
 // Columns per tile: buffers of about a core's L2 per thread (tiles do not grow with N, so
@@ -227,8 +257,8 @@ ConvPlan plan_conv(ConvKind kind, const ConvGeometry& g, int team, std::int64_t 
     // tiles short of sums or their rows of taps short: bench/RESULTS.md). The small-channel
     // kernels are also 2.2-2.4× the depthwise kernels' speed on NCX depthwise layers of some
     // size; the depthwise kernels keep NXC and the smallest.
-    const bool rows = rows_fits(kind, g, elem_bytes, algo, small);
-    if (small_fits(kind, g, elem_bytes, algo, small) && !(rows && std::min(g.Ig, g.Og) >= kRowsOverSmall)) {
+    const bool rows = rows_fits(kind, g, elem_bytes, algo, small, team);
+    if (small_fits(kind, g, elem_bytes, algo, small) && !(rows && (kind == ConvKind::WeightGrad || std::min(g.Ig, g.Og) >= kRowsOverSmall))) {
         p.strategy = ConvStrategy::Small;
         p.team = std::max(1, team);
         p.writes_all = kind != ConvKind::WeightGrad;

@@ -413,7 +413,18 @@ bool rows_weight_grad(const ConvGeometry& g, const T* x, const T* u, T* dw, int 
     const std::int64_t plane = chunk * G * R.src_rows * R.Lp;  // a plane's elements per channel
     const std::int64_t sb = rows_per_block(Ls, R.src_rows), sblocks = (R.src_rows + sb - 1) / sb;
     const std::int64_t cs_max = std::max<std::int64_t>(1, R.Cr / 8);  // slices of at least 8 channels
-    const int nt = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(team, G * R.Kn * cs_max)));
+    // Fewer than 16 reduction channels (one slice of them): a pair sums the
+    // gradient of a run of consecutive last-axis taps at once. At dilation 1 the run's taps
+    // read one contiguous stretch of each copied row (tap k's channels at k·Cr), and their
+    // blocks of the gradient follow one another, so a run is one sum over KL'·Cr reduction
+    // channels: register tiles of more rows, each u vector loaded once for all of them (3
+    // channels a tap, as dcgan_g4's weight gradient: a 3 × 4 tile per tap, half the sums a
+    // tile holds). Runs are as long as the team allows: every member keeps a pair.
+    const std::int64_t d_last = g.dilation[static_cast<std::size_t>(L)];
+    const bool merge = cs_max == 1 && d_last == 1;
+    const std::int64_t runs = merge ? std::min(R.KL, ceil_div(team, G * R.Ko)) : R.KL;  // runs of taps per outer tap
+    const std::int64_t units = R.Ko * runs;                                              // pairs per group
+    const int nt = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(team, G * units * cs_max)));
     Buffer<T> urows(chunk * G * ucopy), tmps(nt * sb * Ls * R.Cr);
     const Side xs{R.nxc, G, R.Cr, R.src_n}, us{R.nxc, G, R.Cd, R.dst_n};
     std::vector<unsigned char> finite(static_cast<std::size_t>(nt), 1);  // per thread: its sums are finite
@@ -425,10 +436,10 @@ bool rows_weight_grad(const ConvGeometry& g, const T* x, const T* u, T* dw, int 
         const std::int64_t tid = omp_get_thread_num(), tn = omp_get_num_threads();
         const std::int64_t gb = std::min(G, tn), tpg = tn / gb, blk = tid / tpg, j = tid % tpg;
         const std::int64_t g0 = G * std::min(blk, gb) / gb, g1 = G * std::min(blk + 1, gb) / gb, ng = g1 - g0;
-        const std::int64_t cs = std::min(cs_max, tpg), P = std::max<std::int64_t>(1, std::min(ng * R.Kn, tpg / cs));
+        const std::int64_t cs = std::min(cs_max, tpg), P = std::max<std::int64_t>(1, std::min(ng * units, tpg / cs));
         const bool active = blk < gb && j < cs * P;
         const std::int64_t sl = j % cs, m = j / cs, c0 = R.Cr * sl / cs, c1 = R.Cr * (sl + 1) / cs, w = c1 - c0;
-        const std::int64_t q0 = g0 * R.Kn + (active ? ng * R.Kn * m / P : 0), q1 = g0 * R.Kn + (active ? ng * R.Kn * (m + 1) / P : 0);
+        const std::int64_t q0 = g0 * units + (active ? ng * units * m / P : 0), q1 = g0 * units + (active ? ng * units * (m + 1) / P : 0);
         const std::int64_t ub = std::max<std::int64_t>(kBlockPositions, R.dst_n / tpg), ublocks = (R.dst_n + ub - 1) / ub;
         T* const xp = rows.data() + c0 * plane;  // this slice's plane
         std::vector<const T*> in, ur;
@@ -449,8 +460,10 @@ bool rows_weight_grad(const ConvGeometry& g, const T* x, const T* u, T* dw, int 
             }
 #pragma omp barrier
             for (std::int64_t pair = q0; pair < q1; ++pair) {
-                const std::int64_t gi = pair / R.Kn, kt = pair % R.Kn;
-                const std::int64_t ko = kt / R.KL, off = sp.off[static_cast<std::size_t>(kt % R.KL)];
+                // Group gi, outer tap ko, last-axis taps [k0, k1) (one tap unless merged).
+                const std::int64_t gi = pair / units, ko = pair % units / runs, run = pair % runs;
+                const std::int64_t k0 = R.KL * run / runs, k1 = R.KL * (run + 1) / runs, kt = ko * R.KL + k0;
+                const std::int64_t off = sp.off[static_cast<std::size_t>(k0)], nred = (k1 - k0) * w;
                 in.clear();
                 ur.clear();
                 for (std::int64_t n = 0; n < nc; ++n)
@@ -461,12 +474,12 @@ bool rows_weight_grad(const ConvGeometry& g, const T* x, const T* u, T* dw, int 
                         in.push_back(xp + ((ngl * R.src_rows + srow) * R.Lp + off) * w);
                         ur.push_back(urows.data() + ngl * ucopy + drow * Ld * R.cp);
                     }
-                T* d = dwt.data() + pair * block + c0 * R.cp;
-                if (n0 == 0 && in.empty()) std::fill_n(d, w * R.cp, T(0));
+                T* d = dwt.data() + (gi * R.Kn + kt) * block + c0 * R.cp;
+                if (n0 == 0 && in.empty()) std::fill_n(d, nred * R.cp, T(0));
                 else if (!in.empty())
-                    k.grad({Ld, static_cast<std::int64_t>(in.size()), w, R.cp, in.data(), ur.data(), sp.in_step * w, d, n0 > 0});
+                    k.grad({Ld, static_cast<std::int64_t>(in.size()), nred, R.cp, in.data(), ur.data(), sp.in_step * w, d, n0 > 0});
                 if (n0 + nc == N)
-                    for (std::int64_t r = 0; r < w; ++r) finite[static_cast<std::size_t>(tid)] &= vec::all_finite(d + r * R.cp, R.Cd);
+                    for (std::int64_t r = 0; r < nred; ++r) finite[static_cast<std::size_t>(tid)] &= vec::all_finite(d + r * R.cp, R.Cd);
             }
 #pragma omp barrier
         }

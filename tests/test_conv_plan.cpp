@@ -197,7 +197,7 @@ TEST_CASE("conv plan: the small-channel rule", "[conv_plan]") {
     }
     CHECK(plan(ConvKind::Forward, c2).strategy == ConvStrategy::Small);
     CHECK(plan(ConvKind::Transposed, c2).strategy == ConvStrategy::Small);
-    CHECK(plan(ConvKind::WeightGrad, c2).strategy == ConvStrategy::Small);
+    CHECK(plan(ConvKind::WeightGrad, c2).strategy == ConvStrategy::Rows);  // both fit: the weight gradient's is the rows'
     // Weight gradients past the limits: 32 i-side channels of 3x3 taps (R = 288), and the
     // autoencoder's second layer (16 -> 32, stride 2: R = 144 past kSmallRStrided).
     CHECK(plan(ConvKind::WeightGrad, conv2d(64, 32, 32, 14, 3)).strategy != ConvStrategy::Small);
@@ -406,6 +406,32 @@ TEST_CASE("conv plan: the channel-row rule", "[conv_plan]") {
         CHECK(plan(k, conv2d(64, 16, 32, 14, 3)).strategy == ConvStrategy::Small);
         CHECK(plan(k, conv2d(32, 16, 32, 14, 5)).strategy == ConvStrategy::Rows);
     }
+    // The weight gradient needs whole vectors of result channels (Og), not reduction ones (Ig):
+    // 16+ result channels from fewer reduction ones at 1 thread where a pair sums 8 rows or
+    // more (Ig times the last axis' taps at dilation 1), from 16+ at 2 threads; from 32+
+    // reduction channels any 16+ result channels (padded too), or 8+ where a stride leaves
+    // taps that overlap.
+    auto grad = [](const ConvGeometry& g, int team) {
+        return plan_conv(ConvKind::WeightGrad, g, team, kDefaultBudget, 4, TransposedAlgo::Auto).strategy;
+    };
+    auto layer = [](std::int64_t Ci, std::int64_t Co, std::int64_t K, std::int64_t s, std::int64_t d = 1) {
+        return ConvGeometry::forward({.N = 16, .C_in = Ci, .C_out = Co, .in_size = {32, 32}, .kernel = {K, K},
+                                      .stride = {s, s}, .dilation = {d, d}, .pads_begin = {1, 1}, .pads_end = {1, 1}});
+    };
+    CHECK(grad(layer(3, 64, 4, 2), 1) == ConvStrategy::Rows);  // dcgan_g4's: 3 · 4 rows a pair
+    CHECK(grad(layer(3, 64, 4, 2), 2) != ConvStrategy::Rows);
+    CHECK(grad(layer(1, 16, 3, 1), 1) != ConvStrategy::Rows);  // the classifier's first layer: 3 rows
+    CHECK(grad(layer(4, 16, 3, 1, 2), 1) != ConvStrategy::Rows);  // dilated: 4 rows
+    CHECK(grad(layer(4, 16, 3, 1), 1) == ConvStrategy::Rows);     // 12
+    CHECK(grad(layer(16, 16, 3, 1), 2) == ConvStrategy::Rows);
+    CHECK(grad(layer(8, 24, 3, 1), 2) != ConvStrategy::Rows);
+    CHECK(grad(layer(48, 24, 3, 1), 2) == ConvStrategy::Rows);
+    CHECK(grad(layer(48, 8, 5, 2), 2) == ConvStrategy::Rows);
+    CHECK(grad(layer(48, 8, 5, 1), 2) != ConvStrategy::Rows);
+    CHECK(grad(layer(48, 8, 2, 2), 2) != ConvStrategy::Rows);   // disjoint taps
+    CHECK(grad(layer(48, 4, 5, 2), 2) != ConvStrategy::Rows);
+    CHECK(grad(layer(24, 8, 5, 2), 2) != ConvStrategy::Rows);
+    CHECK(grad(layer(48, 8, 1, 2), 2) != ConvStrategy::Rows);   // k1 s2 skips positions
     // Forced: every call that is not depthwise, NCX or NXC; a transposed algorithm asked for
     // by name wins.
     CHECK(plan(ConvKind::Forward, conv2d(16, 3, 64, 64, 4), SmallConv::Rows).strategy == ConvStrategy::Rows);
