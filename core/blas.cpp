@@ -254,16 +254,22 @@ std::atomic<std::uint64_t> g_teams{0};
 
 void force_thread_teams(bool on) { g_force_teams = on; }
 
-double team_min_flops(std::string_view wait_policy) {
+bool team_threads_sleep(std::string_view wait_policy) {
     std::string p(wait_policy);
     std::transform(p.begin(), p.end(), p.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    return p == "passive" ? kTeamMinFlops * kSleepingTeamFactor : kTeamMinFlops;
+    return p == "passive";
 }
 
-double team_min_flops() {
-    static const double v = team_min_flops(env::text("OMP_WAIT_POLICY").value_or(""));
+bool team_threads_sleep() {
+    static const bool v = team_threads_sleep(env::text("OMP_WAIT_POLICY").value_or(""));
     return v;
 }
+
+double team_min_flops(std::string_view wait_policy) {
+    return team_threads_sleep(wait_policy) ? kTeamMinFlops * kSleepingTeamFactor : kTeamMinFlops;
+}
+
+double team_min_flops() { return team_threads_sleep() ? kTeamMinFlops * kSleepingTeamFactor : kTeamMinFlops; }
 
 int team_size(double work, double min_work) {
     const int n = work < min_work && !g_force_teams.load(std::memory_order_relaxed) ? 1 : num_threads();

@@ -149,6 +149,15 @@ bool rows_grad_fits(const ConvGeometry& g, std::int64_t Cr, std::int64_t Cd, boo
     return Cd >= kRowsMinChannels && !padded && (Cr >= kRowsMinChannels || (team <= 1 && tile_rows >= kRowsGradMinRows));
 }
 
+// Where both direct kernels fit a weight gradient, the channel rows' (0.44-0.86 of the
+// small-channel kernels' time at 1 and 2 threads; the classifier's second layer 1.46 -> 0.92
+// ms at 1 thread, 0.85 -> 0.69 at 2), but not in a team of sleeping threads: there each of
+// the rows' barriers, two a chunk of images, is a wake-up (that layer 0.92 -> 1.09 ms at 2
+// threads with OMP_WAIT_POLICY=passive), and the small-channel kernels have none.
+bool rows_grad_first(ConvKind kind, int team) {
+    return kind == ConvKind::WeightGrad && (team <= 1 || !team_threads_sleep());
+}
+
 bool rows_fits(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, TransposedAlgo algo, SmallConv mode, int team) {
     if (depthwise(g)) return false;
     if (kind == ConvKind::Transposed && algo != TransposedAlgo::Auto) return false;
@@ -258,7 +267,7 @@ ConvPlan plan_conv(ConvKind kind, const ConvGeometry& g, int team, std::int64_t 
     // kernels are also 2.2-2.4× the depthwise kernels' speed on NCX depthwise layers of some
     // size; the depthwise kernels keep NXC and the smallest.
     const bool rows = rows_fits(kind, g, elem_bytes, algo, small, team);
-    if (small_fits(kind, g, elem_bytes, algo, small) && !(rows && (kind == ConvKind::WeightGrad || std::min(g.Ig, g.Og) >= kRowsOverSmall))) {
+    if (small_fits(kind, g, elem_bytes, algo, small) && !(rows && (rows_grad_first(kind, team) || std::min(g.Ig, g.Og) >= kRowsOverSmall))) {
         p.strategy = ConvStrategy::Small;
         p.team = std::max(1, team);
         p.writes_all = kind != ConvKind::WeightGrad;

@@ -9,6 +9,7 @@
 #include "conv_table.hpp"
 #include "isas.hpp"
 #include "tapegrad/core/simd.hpp"
+#include "tapegrad/core/blas.hpp"
 #include "tapegrad/ops/conv_plan.hpp"
 #include "tapegrad/ops/conv_small.hpp"
 
@@ -197,7 +198,9 @@ TEST_CASE("conv plan: the small-channel rule", "[conv_plan]") {
     }
     CHECK(plan(ConvKind::Forward, c2).strategy == ConvStrategy::Small);
     CHECK(plan(ConvKind::Transposed, c2).strategy == ConvStrategy::Small);
-    CHECK(plan(ConvKind::WeightGrad, c2).strategy == ConvStrategy::Rows);  // both fit: the weight gradient's is the rows'
+    // Both fit the weight gradient: the channel rows', but not for a team of sleeping threads.
+    CHECK(plan(ConvKind::WeightGrad, c2).strategy == (team_threads_sleep() ? ConvStrategy::Small : ConvStrategy::Rows));
+    CHECK(plan_conv(ConvKind::WeightGrad, c2, 1, kDefaultBudget, 4, TransposedAlgo::Auto).strategy == ConvStrategy::Rows);
     // Weight gradients past the limits: 32 i-side channels of 3x3 taps (R = 288), and the
     // autoencoder's second layer (16 -> 32, stride 2: R = 144 past kSmallRStrided).
     CHECK(plan(ConvKind::WeightGrad, conv2d(64, 32, 32, 14, 3)).strategy != ConvStrategy::Small);
@@ -423,7 +426,8 @@ TEST_CASE("conv plan: the channel-row rule", "[conv_plan]") {
     CHECK(grad(layer(1, 16, 3, 1), 1) != ConvStrategy::Rows);  // the classifier's first layer: 3 rows
     CHECK(grad(layer(4, 16, 3, 1, 2), 1) != ConvStrategy::Rows);  // dilated: 4 rows
     CHECK(grad(layer(4, 16, 3, 1), 1) == ConvStrategy::Rows);     // 12
-    CHECK(grad(layer(16, 16, 3, 1), 2) == ConvStrategy::Rows);
+    CHECK(grad(layer(16, 16, 3, 1), 1) == ConvStrategy::Rows);  // small-channel kernels fit too: rows first
+    CHECK(grad(layer(16, 16, 3, 1), 2) == (team_threads_sleep() ? ConvStrategy::Small : ConvStrategy::Rows));
     CHECK(grad(layer(8, 24, 3, 1), 2) != ConvStrategy::Rows);
     CHECK(grad(layer(48, 24, 3, 1), 2) == ConvStrategy::Rows);
     CHECK(grad(layer(48, 8, 5, 2), 2) == ConvStrategy::Rows);

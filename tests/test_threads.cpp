@@ -147,10 +147,17 @@ TEST_CASE("a team starts from about 100 µs of work, from a millisecond's where 
     // By hand from the rule in tapegrad/core/blas.hpp: OMP_WAIT_POLICY=passive (any case)
     // puts threads to sleep between parallel regions; unset, active or anything else spins.
     CHECK(kTeamMinFlops == 1.0e7);
-    for (const char* sleeping : {"passive", "PASSIVE", "Passive"}) CHECK(team_min_flops(sleeping) == 5.0e7);
-    for (const char* spinning : {"", "active", "ACTIVE", "passive-ish"}) CHECK(team_min_flops(spinning) == 1.0e7);
+    for (const char* sleeping : {"passive", "PASSIVE", "Passive"}) {
+        CHECK(team_min_flops(sleeping) == 5.0e7);
+        CHECK(team_threads_sleep(sleeping));
+    }
+    for (const char* spinning : {"", "active", "ACTIVE", "passive-ish"}) {
+        CHECK(team_min_flops(spinning) == 1.0e7);
+        CHECK_FALSE(team_threads_sleep(spinning));
+    }
     const char* policy = std::getenv("OMP_WAIT_POLICY");
     CHECK(team_min_flops() == team_min_flops(policy ? policy : ""));
+    CHECK(team_threads_sleep() == team_threads_sleep(policy ? policy : ""));
 
     const int prev = num_threads();
     set_num_threads(2);

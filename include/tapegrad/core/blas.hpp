@@ -143,6 +143,11 @@ constexpr double kTeamMinFlops = 1.0e7, kSleepingTeamFactor = 5;
 // team_min_flops(the variable's value, "" when unset; any case, as libgomp reads it).
 double team_min_flops();
 double team_min_flops(std::string_view wait_policy);
+// Whether a team's threads sleep between parallel regions (OMP_WAIT_POLICY=passive, any
+// case; read once), so that every barrier of a kernel is a wake-up: team_threads_sleep(the
+// variable's value, "" when unset).
+bool team_threads_sleep();
+bool team_threads_sleep(std::string_view wait_policy);
 // The same for a memory-bound pass (pooling, batch norm): the least number of values it
 // visits for a team to pay off.
 constexpr double kTeamMinValues = 2.5e5;
