@@ -100,28 +100,6 @@ bool small_fits(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, Tr
     return g.Og <= kSmallOg && g.Ig <= kSmallIg && computed <= kSmallWaste * results;
 }
 
-// The rule for the channel-row kernels: NCX and NXC calls (the weight gradient's result
-// channels are the forward call's) with at least kRowsMinChannels channels per group a side;
-// result channels padded to whole vectors of the active instruction set, at most a quarter
-// of them padding; one tap's weight block (reduction channels × padded result channels)
-// within kRowsTapBytes, an L1's share (larger blocks stream from L2 for every register tile);
-// and at most kRowsMaxResult result channels (more and the GEMM's blocking wins), or
-// kRowsMaxGradResult where the GEMM's reduction is short beside its traffic:
-// - the weight gradient always (0.67-0.90 of the GEMM path's time on every layer measured);
-// - the transposed call (its GEMM sums over the o-side channels only) where a result position
-//   takes kRowsTransposedTaps taps or more on average (∏K/∏s: k3 s1, k3 s2, k4 s2, 1-D k8 s4;
-//   0.23-0.96 with 96-128 result channels) and either sums kRowsTransposedSums products or
-//   more (Og·∏K/∏s) or writes a result of at most kRowsTransposedBytes (32 -> 96-128, k3 s2
-//   on 32 × 32 images, 72 products: 0.76-0.90 with 2-5 images, 4-8 MB, 1.16-1.57 with 8,
-//   13-17 MB, where the rows' transposes into so many planes fall out of cache), or the input
-//   image has fewer than kRowsSmallImage positions (k4 s3 on 4 × 4 images 0.48-0.54, on
-//   16 × 16 and 32 × 32 ones 1.04-1.24);
-// - the forward call on 2-D and 3-D layers with a tap block under kRowsTapBytes (0.59-0.97;
-//   1-D layers lost, 1.13-1.22, and 128 × 64 blocks at AVX2, 1.04-1.18).
-// Disjoint taps at a last-axis stride of at most 2 on images of kRowsSmallImage positions or
-// more (k2 s2): the transposed call never (the GEMM path's col2im is one copy or interleave
-// there: it won 1.1-2.4×; at stride 3 its scatter is element by element), the forward call
-// not past kRowsMaxResult (k2 s2 lost 1.05-1.31). Measured in bench/RESULTS.md.
 // The channel-row weight gradient's channel limits (Cr reduction channels, the i-side ones; Cd
 // result channels, the o-side ones, `padded` past a quarter padding). Its register tiles
 // are reduction channels × result vectors, so unlike the other two calls it needs no
@@ -158,6 +136,28 @@ bool rows_grad_first(ConvKind kind, int team) {
     return kind == ConvKind::WeightGrad && (team <= 1 || !team_threads_sleep());
 }
 
+// The rule for the channel-row kernels: NCX and NXC calls with at least kRowsMinChannels
+// channels per group a side, result channels padded to whole vectors of the active
+// instruction set, at most a quarter of them padding (the weight gradient, whose result
+// channels are the forward call's: rows_grad_fits instead); one tap's weight block (reduction channels × padded result channels)
+// within kRowsTapBytes, an L1's share (larger blocks stream from L2 for every register tile);
+// and at most kRowsMaxResult result channels (more and the GEMM's blocking wins), or
+// kRowsMaxGradResult where the GEMM's reduction is short beside its traffic:
+// - the weight gradient always (0.67-0.90 of the GEMM path's time on every layer measured);
+// - the transposed call (its GEMM sums over the o-side channels only) where a result position
+//   takes kRowsTransposedTaps taps or more on average (∏K/∏s: k3 s1, k3 s2, k4 s2, 1-D k8 s4;
+//   0.23-0.96 with 96-128 result channels) and either sums kRowsTransposedSums products or
+//   more (Og·∏K/∏s) or writes a result of at most kRowsTransposedBytes (32 -> 96-128, k3 s2
+//   on 32 × 32 images, 72 products: 0.76-0.90 with 2-5 images, 4-8 MB, 1.16-1.57 with 8,
+//   13-17 MB, where the rows' transposes into so many planes fall out of cache), or the input
+//   image has fewer than kRowsSmallImage positions (k4 s3 on 4 × 4 images 0.48-0.54, on
+//   16 × 16 and 32 × 32 ones 1.04-1.24);
+// - the forward call on 2-D and 3-D layers with a tap block under kRowsTapBytes (0.59-0.97;
+//   1-D layers lost, 1.13-1.22, and 128 × 64 blocks at AVX2, 1.04-1.18).
+// Disjoint taps at a last-axis stride of at most 2 on images of kRowsSmallImage positions or
+// more (k2 s2): the transposed call never (the GEMM path's col2im is one copy or interleave
+// there: it won 1.1-2.4×; at stride 3 its scatter is element by element), the forward call
+// not past kRowsMaxResult (k2 s2 lost 1.05-1.31). Measured in bench/RESULTS.md.
 bool rows_fits(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, TransposedAlgo algo, SmallConv mode, int team) {
     if (depthwise(g)) return false;
     if (kind == ConvKind::Transposed && algo != TransposedAlgo::Auto) return false;
@@ -267,7 +267,8 @@ ConvPlan plan_conv(ConvKind kind, const ConvGeometry& g, int team, std::int64_t 
     // kernels are also 2.2-2.4× the depthwise kernels' speed on NCX depthwise layers of some
     // size; the depthwise kernels keep NXC and the smallest.
     const bool rows = rows_fits(kind, g, elem_bytes, algo, small, team);
-    if (small_fits(kind, g, elem_bytes, algo, small) && !(rows && (rows_grad_first(kind, team) || std::min(g.Ig, g.Og) >= kRowsOverSmall))) {
+    const bool rows_first = rows && (rows_grad_first(kind, team) || std::min(g.Ig, g.Og) >= kRowsOverSmall);
+    if (small_fits(kind, g, elem_bytes, algo, small) && !rows_first) {
         p.strategy = ConvStrategy::Small;
         p.team = std::max(1, team);
         p.writes_all = kind != ConvKind::WeightGrad;

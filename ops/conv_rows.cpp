@@ -413,13 +413,13 @@ bool rows_weight_grad(const ConvGeometry& g, const T* x, const T* u, T* dw, int 
     const std::int64_t plane = chunk * G * R.src_rows * R.Lp;  // a plane's elements per channel
     const std::int64_t sb = rows_per_block(Ls, R.src_rows), sblocks = (R.src_rows + sb - 1) / sb;
     const std::int64_t cs_max = std::max<std::int64_t>(1, R.Cr / 8);  // slices of at least 8 channels
-    // Fewer than 16 reduction channels (one slice of them): a pair sums the
-    // gradient of a run of consecutive last-axis taps at once. At dilation 1 the run's taps
-    // read one contiguous stretch of each copied row (tap k's channels at k·Cr), and their
-    // blocks of the gradient follow one another, so a run is one sum over KL'·Cr reduction
-    // channels: register tiles of more rows, each u vector loaded once for all of them (3
-    // channels a tap, as dcgan_g4's weight gradient: a 3 × 4 tile per tap, half the sums a
-    // tile holds). Runs are as long as the team allows: every member keeps a pair.
+    // Fewer than 16 reduction channels (one slice of them): a pair sums the gradient of a
+    // run of consecutive last-axis taps at once. At dilation 1 the run's taps read one
+    // contiguous stretch of each copied row (tap k's channels at k·Cr) and their blocks of
+    // the gradient follow one another, so a run is one sum over (taps in the run)·Cr
+    // reduction rows: register tiles of more rows, each u vector loaded once for all of
+    // them (dcgan_g4's 3 channels: a 3 × 4 tile per tap, half the sums a tile holds, before;
+    // 1.30 -> 1.09 ms). Runs are as long as the team allows: every member keeps a pair.
     const std::int64_t d_last = g.dilation[static_cast<std::size_t>(L)];
     const bool merge = cs_max == 1 && d_last == 1;
     const std::int64_t runs = merge ? std::min(R.KL, ceil_div(team, G * R.Ko)) : R.KL;  // runs of taps per outer tap
