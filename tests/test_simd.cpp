@@ -381,7 +381,8 @@ TEST_CASE("copy_runs (im2col rows) and transpose match their definitions at ever
                             check_copy_runs<float>(len, lo, hi, step, count);
                             check_copy_runs<double>(len, lo, hi, step, count);
                         }
-        for (auto [rows, cols] : {std::pair<std::int64_t, std::int64_t>{32, 256}, {16, 16}, {8, 8}, {33, 17}, {5, 40}, {1, 1}}) {
+        for (auto [rows, cols] : {std::pair<std::int64_t, std::int64_t>{32, 256}, {16, 16}, {8, 8}, {33, 17}, {5, 40}, {1, 1},
+                                  {8, 64}, {3, 50}, {24, 37}, {15, 16}, {2, 33}, {18, 40}}) {
             INFO(simd::isa_name(isa) << " transpose " << rows << " x " << cols);
             const std::int64_t lds = cols + 3, ldd = rows + 2;
             std::vector<float> src(static_cast<std::size_t>(rows * lds)), dst(static_cast<std::size_t>(cols * ldd), -1.f), want = dst;
