@@ -265,11 +265,13 @@ bool team_threads_sleep() {
     return v;
 }
 
-double team_min_flops(std::string_view wait_policy) {
-    return team_threads_sleep(wait_policy) ? kTeamMinFlops * kSleepingTeamFactor : kTeamMinFlops;
-}
+namespace {
+double min_flops(bool sleeping) { return sleeping ? kTeamMinFlops * kSleepingTeamFactor : kTeamMinFlops; }
+}  // namespace
 
-double team_min_flops() { return team_threads_sleep() ? kTeamMinFlops * kSleepingTeamFactor : kTeamMinFlops; }
+double team_min_flops(std::string_view wait_policy) { return min_flops(team_threads_sleep(wait_policy)); }
+
+double team_min_flops() { return min_flops(team_threads_sleep()); }
 
 int team_size(double work, double min_work) {
     const int n = work < min_work && !g_force_teams.load(std::memory_order_relaxed) ? 1 : num_threads();

@@ -43,6 +43,10 @@ std::atomic<SmallConv>& small_setting() {
 
 // One channel a side per group.
 bool depthwise(const ConvGeometry& g) { return g.Ig == 1 && g.Og == 1; }
+// A stride above 1 on some axis.
+bool strided(const ConvGeometry& g) {
+    return std::any_of(g.stride.begin(), g.stride.end(), [](std::int64_t s) { return s > 1; });
+}
 
 // Where the direct kernels' work on positions no tap reaches (ConvGeometry::taps_reach: they
 // copy or compute every i-side position, the GEMM paths touch only those the taps reach)
@@ -75,14 +79,13 @@ bool small_fits(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, Tr
     // GEMM sums all there is to sum and col2im only copies; the small-channel kernels took
     // 1.15-1.79× its time on 7 such layers (3-16 o-side channels to 16-256, 1-D to 3-D).
     if (kind == ConvKind::Transposed && g.taps_disjoint()) return false;
-    const bool strided = std::any_of(g.stride.begin(), g.stride.end(), [](std::int64_t s) { return s > 1; });
     // At most kSmallTinyOg o-side channels from many i-side ones (a map of a few channels made
     // from, or made into, 64-256): the GEMM's forward M and transposed K are that short. The
     // small-channel kernels took 0.29-0.86 of the GEMM path's time on 13 such layers (4-8 from
     // 64-256 channels, 1-D to 3-D, images up to 128 × 128), at any image size; the weight
     // gradient only unstrided (k3 s2 on 64 × 64: 1.20). With 16 o-side channels they lost
     // (1.01-1.55), with 64 and 3 i-side ones too (dcgan_g4's: 1.23-1.45).
-    if (g.Og <= kSmallTinyOg && g.Ig > kSmallIg) return kind != ConvKind::WeightGrad || !strided;
+    if (g.Og <= kSmallTinyOg && g.Ig > kSmallIg) return kind != ConvKind::WeightGrad || !strided(g);
     const PhaseGrid pg(g);
     // At most kSmallTinyOg o-side channels from at most kSmallIg (not depthwise): all three
     // calls, whatever the grids' padding, on images of up to kSmallTinyImageBytes of grids.
@@ -94,7 +97,7 @@ bool small_fits(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, Tr
     if (g.Og <= kSmallTinyOg && !depthwise(g))
         return pg.image_bytes(g, static_cast<std::int64_t>(elem_bytes)) <= kSmallTinyImageBytes;
     if (pg.image_bytes(g, static_cast<std::int64_t>(elem_bytes)) > kTileCacheBytes) return false;
-    if (kind == ConvKind::WeightGrad) return g.R() <= (strided ? kSmallRStrided : kSmallR);
+    if (kind == ConvKind::WeightGrad) return g.R() <= (strided(g) ? kSmallRStrided : kSmallR);
     const double computed = static_cast<double>(kind == ConvKind::Forward ? pg.PS : pg.phases * pg.PS);
     const double results = static_cast<double>(kind == ConvKind::Forward ? g.out_numel() : g.in_numel());
     return g.Og <= kSmallOg && g.Ig <= kSmallIg && computed <= kSmallWaste * results;
@@ -120,10 +123,9 @@ bool small_fits(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, Tr
 //   0.33-0.76 at 1 and 2 threads; at stride 1 they lost 1.1-1.6×, with disjoint taps
 //   1.2-2.5×).
 bool rows_grad_fits(const ConvGeometry& g, std::int64_t Cr, std::int64_t Cd, bool padded, int team) {
-    const bool strided = std::any_of(g.stride.begin(), g.stride.end(), [](std::int64_t s) { return s > 1; });
     if (Cr >= kRowsGradManySums)
-        return Cd >= kRowsMinChannels || (Cd >= kRowsGradMinResult && strided && !g.taps_disjoint());
-    const std::int64_t tile_rows = g.dilation.back() == 1 ? Cr * g.kernel.back() : Cr;  // one pair's reduction rows
+        return Cd >= kRowsMinChannels || (Cd >= kRowsGradMinResult && strided(g) && !g.taps_disjoint());
+    const std::int64_t tile_rows = rows_grad_takes_runs(g) ? Cr * g.kernel.back() : Cr;  // one pair's reduction rows
     return Cd >= kRowsMinChannels && !padded && (Cr >= kRowsMinChannels || (team <= 1 && tile_rows >= kRowsGradMinRows));
 }
 
@@ -139,8 +141,8 @@ bool rows_grad_first(ConvKind kind, int team) {
 // The rule for the channel-row kernels: NCX and NXC calls with at least kRowsMinChannels
 // channels per group a side, result channels padded to whole vectors of the active
 // instruction set, at most a quarter of them padding (the weight gradient, whose result
-// channels are the forward call's: rows_grad_fits instead); one tap's weight block (reduction channels × padded result channels)
-// within kRowsTapBytes, an L1's share (larger blocks stream from L2 for every register tile);
+// channels are the forward call's: rows_grad_fits instead); one tap's weight block
+// (reduction channels × padded result channels) within kRowsTapBytes, an L1's share (larger blocks stream from L2 for every register tile);
 // and at most kRowsMaxResult result channels (more and the GEMM's blocking wins), or
 // kRowsMaxGradResult where the GEMM's reduction is short beside its traffic:
 // - the weight gradient always (0.67-0.90 of the GEMM path's time on every layer measured);

@@ -233,6 +233,9 @@ void copy_source(const Rows& R, const Side& side, const T* block, T* dst, T* tmp
 // chunk within a core's L2 (and the workspace budget), so that they are read from it while
 // the chunk is computed and the workspace does not grow with the batch (vol3d's weight
 // gradient at N = 64: 101.5 -> 53.4 ms, 44.9 -> 1.6 MiB); at least one image.
+// The weight gradient's most slices of Cr reduction channels (slices of at least 8).
+std::int64_t grad_slices(std::int64_t Cr) { return std::max<std::int64_t>(1, Cr / 8); }
+
 std::int64_t chunk_images(const Rows& R, std::int64_t N, std::int64_t extra, std::size_t eb) {
     const std::int64_t per_image = R.G * (R.copy_elems() + extra) * static_cast<std::int64_t>(eb);
     const std::int64_t bytes = std::min(kTileCacheBytes, workspace_budget());
@@ -240,6 +243,8 @@ std::int64_t chunk_images(const Rows& R, std::int64_t N, std::int64_t extra, std
 }
 
 }  // namespace
+
+bool rows_grad_takes_runs(const ConvGeometry& g) { return grad_slices(g.Ig) == 1 && g.dilation.back() == 1; }
 
 std::int64_t rows_padded_channels(std::int64_t channels, std::size_t elem_bytes) {
     const std::int64_t lanes = elem_bytes == 8 ? rows_kernels<double>().lanes : rows_kernels<float>().lanes;
@@ -412,7 +417,7 @@ bool rows_weight_grad(const ConvGeometry& g, const T* x, const T* u, T* dw, int 
     // chunks and the team, so any team gives the same bits.
     const std::int64_t plane = chunk * G * R.src_rows * R.Lp;  // a plane's elements per channel
     const std::int64_t sb = rows_per_block(Ls, R.src_rows), sblocks = (R.src_rows + sb - 1) / sb;
-    const std::int64_t cs_max = std::max<std::int64_t>(1, R.Cr / 8);  // slices of at least 8 channels
+    const std::int64_t cs_max = grad_slices(R.Cr);
     // Fewer than 16 reduction channels (one slice of them): a pair sums the gradient of a
     // run of consecutive last-axis taps at once. At dilation 1 the run's taps read one
     // contiguous stretch of each copied row (tap k's channels at k·Cr) and their blocks of
@@ -420,8 +425,7 @@ bool rows_weight_grad(const ConvGeometry& g, const T* x, const T* u, T* dw, int 
     // reduction rows: register tiles of more rows, each u vector loaded once for all of
     // them (dcgan_g4's 3 channels: a 3 × 4 tile per tap, half the sums a tile holds, before;
     // 1.30 -> 1.09 ms). Runs are as long as the team allows: every member keeps a pair.
-    const std::int64_t d_last = g.dilation[static_cast<std::size_t>(L)];
-    const bool merge = cs_max == 1 && d_last == 1;
+    const bool merge = rows_grad_takes_runs(g);
     const std::int64_t runs = merge ? std::min(R.KL, ceil_div(team, G * R.Ko)) : R.KL;  // runs of taps per outer tap
     const std::int64_t units = R.Ko * runs;                                              // pairs per group
     const int nt = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(team, G * units * cs_max)));

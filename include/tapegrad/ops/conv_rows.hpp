@@ -37,6 +37,11 @@ template <class T> bool rows_transposed(const ConvGeometry& g, const T* u, const
 // the same bits). Declines (false) where x or u holds an infinity or a NaN (the halo's zeros).
 template <class T> bool rows_weight_grad(const ConvGeometry& g, const T* x, const T* u, T* dw, int team);
 
+// Whether rows_weight_grad's (group, tap) pairs sum runs of consecutive last-axis taps at
+// once: one slice of fewer than 16 i-side channels, dilation 1 on the last axis (the runs'
+// reads are then one stretch of each copied row). At 1 thread a run is the whole last axis.
+bool rows_grad_takes_runs(const ConvGeometry& g);
+
 // Result channels the kernels compute per group at the active instruction set: `channels`
 // rounded up to a whole vector of T (the rule in plan_conv weighs the padding).
 std::int64_t rows_padded_channels(std::int64_t channels, std::size_t elem_bytes);
