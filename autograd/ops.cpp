@@ -379,8 +379,11 @@ Variable linear(const Variable& x, const Variable& W, const Variable& bias, bool
                   inputs, {.inputs = {0, 1}, .output = relu},
                   [relu, has_bias = bias.defined()](const SavedContext& c, const Variable& g_out) -> Grads {
                       const Variable g = relu ? relu_grad(g_out, c.output().value()) : g_out;
+                      // dW as the composition takes it, (xᵀ·g)ᵀ: gᵀ·x is the same sums, but a BLAS
+                      // may order them otherwise for the other layout (OpenBLAS's Haswell dgemm does
+                      // at its edge columns), and these gradients are the composition's bits.
                       Grads out{c.needs_grad(0) ? matmul(g, c.input(1)) : none(),
-                                c.needs_grad(1) ? matmul(transpose(g), c.input(0)) : none()};
+                                c.needs_grad(1) ? transpose(matmul(transpose(c.input(0)), g)) : none()};
                       if (has_bias) out.push_back(c.needs_grad(2) ? sum(g, {0}) : none());
                       return out;
                   });
