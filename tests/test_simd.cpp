@@ -382,19 +382,22 @@ TEST_CASE("copy_runs (im2col rows) and transpose match their definitions at ever
                             check_copy_runs<double>(len, lo, hi, step, count);
                         }
         for (auto [rows, cols] : {std::pair<std::int64_t, std::int64_t>{32, 256}, {16, 16}, {8, 8}, {33, 17}, {5, 40}, {1, 1},
-                                  {8, 64}, {3, 50}, {24, 37}, {15, 16}, {2, 33}, {18, 40}}) {
-            INFO(simd::isa_name(isa) << " transpose " << rows << " x " << cols);
-            const std::int64_t lds = cols + 3, ldd = rows + 2;
-            std::vector<float> src(static_cast<std::size_t>(rows * lds)), dst(static_cast<std::size_t>(cols * ldd), -1.f), want = dst;
-            for (std::size_t i = 0; i < src.size(); ++i) src[i] = float(i);
-            for (std::int64_t r = 0; r < rows; ++r)
-                for (std::int64_t c = 0; c < cols; ++c) want[c * ldd + r] = src[r * lds + c];
-            vec::transpose(src.data(), lds, rows, cols, dst.data(), ldd);
-            CHECK(dst == want);
-            std::vector<double> srcd(src.begin(), src.end()), dstd(dst.size(), -1.0), wantd(want.begin(), want.end());
-            vec::transpose(srcd.data(), lds, rows, cols, dstd.data(), ldd);
-            CHECK(dstd == wantd);
-        }
+                                  {8, 64}, {3, 50}, {24, 37}, {15, 16}, {2, 33}, {18, 40}})
+            // Both block orders: ldd + 300 is past lds for every pair (destination rows apart
+            // by more than source rows: the blocks walk the destination's rows).
+            for (std::int64_t extra : {2, 300}) {
+                INFO(simd::isa_name(isa) << " transpose " << rows << " x " << cols << " ldd " << rows + extra);
+                const std::int64_t lds = cols + 3, ldd = rows + extra;
+                std::vector<float> src(static_cast<std::size_t>(rows * lds)), dst(static_cast<std::size_t>(cols * ldd), -1.f), want = dst;
+                for (std::size_t i = 0; i < src.size(); ++i) src[i] = float(i);
+                for (std::int64_t r = 0; r < rows; ++r)
+                    for (std::int64_t c = 0; c < cols; ++c) want[c * ldd + r] = src[r * lds + c];
+                vec::transpose(src.data(), lds, rows, cols, dst.data(), ldd);
+                CHECK(dst == want);
+                std::vector<double> srcd(src.begin(), src.end()), dstd(dst.size(), -1.0), wantd(want.begin(), want.end());
+                vec::transpose(srcd.data(), lds, rows, cols, dstd.data(), ldd);
+                CHECK(dstd == wantd);
+            }
     }
     simd::force(before);
 }
