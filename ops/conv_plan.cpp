@@ -64,7 +64,12 @@ bool skips_too_much(ConvKind kind, const ConvGeometry& g) {
 // The rule for the small-channel kernels: NCX, at least kSmallMinMacs multiply-adds (below
 // that the call's fixed costs, grids and buffers, outweigh the work) and one image's grids
 // within a core's L2. The weight gradient: Ig·∏K (the GEMM's N, which the GEMM path needs
-// wide) at most kSmallR, or kSmallRStrided where a stride is above 1. Forward
+// wide) at most kSmallR, or kSmallRStrided where a stride is above 1, and a group's weight
+// (Og·Ig·∏K, the GEMM's M × N) at most kSmallGradWeights, a layer of kSmallOg o-side
+// channels' at R = kSmallR: past it the GEMM path, or the channel rows, took 0.09-0.8 of the
+// small-channel kernels' time on 11 of 14 layers of 48-256 o-side channels from 3-16 (256 from
+// 16, k4 on 8 × 8, N 16: 7.2 -> 0.83 ms at 1 thread on a Zen 5, where the rows refuse 256
+// result channels), and up to 6 912 they kept 0.6-1.0 of the others'. Forward
 // and transposed: at most kSmallOg o-side and kSmallIg i-side channels per group (the
 // GEMM's M and K, or K and M/∏K), and at most kSmallWaste grid positions computed per
 // result (the rows' padding; 3-D grids of small planes are mostly padding).
@@ -97,7 +102,8 @@ bool small_fits(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, Tr
     if (g.Og <= kSmallTinyOg && !depthwise(g))
         return pg.image_bytes(g, static_cast<std::int64_t>(elem_bytes)) <= kSmallTinyImageBytes;
     if (pg.image_bytes(g, static_cast<std::int64_t>(elem_bytes)) > kTileCacheBytes) return false;
-    if (kind == ConvKind::WeightGrad) return g.R() <= (strided(g) ? kSmallRStrided : kSmallR);
+    if (kind == ConvKind::WeightGrad)
+        return g.R() <= (strided(g) ? kSmallRStrided : kSmallR) && g.Og * g.R() <= kSmallGradWeights;
     const double computed = static_cast<double>(kind == ConvKind::Forward ? pg.PS : pg.phases * pg.PS);
     const double results = static_cast<double>(kind == ConvKind::Forward ? g.out_numel() : g.in_numel());
     return g.Og <= kSmallOg && g.Ig <= kSmallIg && computed <= kSmallWaste * results;

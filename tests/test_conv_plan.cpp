@@ -209,6 +209,16 @@ TEST_CASE("conv plan: the small-channel rule", "[conv_plan]") {
     CHECK(a2.R() == 144);
     CHECK(plan(ConvKind::WeightGrad, a2).strategy != ConvStrategy::Small);
     CHECK(plan(ConvKind::Forward, a2).strategy == ConvStrategy::Small);
+    // A group's weight (Og·R) past kSmallGradWeights: 256 o-side channels from 16 with 4x4
+    // taps (R = 256; the small-channel kernels took 9× the GEMM path's time) or from 4 with
+    // 5x5 (R = 100); 8 -> 64 with 4x4 is 8 192 weights and keeps them, 9 -> 64 is 9 216 (the
+    // channel rows do not fit either at 2 threads: 9 reduction channels).
+    CHECK(plan(ConvKind::WeightGrad, conv2d(16, 16, 256, 8, 4)).strategy != ConvStrategy::Small);
+    CHECK(plan(ConvKind::WeightGrad, conv2d(4, 4, 256, 16, 5)).strategy != ConvStrategy::Small);
+    const ConvGeometry w8 = conv2d(8, 8, 64, 16, 4), w9 = conv2d(8, 9, 64, 16, 4);
+    CHECK(w8.Og * w8.R() == kSmallGradWeights);
+    CHECK(plan(ConvKind::WeightGrad, w8).strategy == ConvStrategy::Small);
+    CHECK(plan(ConvKind::WeightGrad, w9).strategy == ConvStrategy::Team);
     // More channels than the rule's limits on either side: forward and transposed on the
     // GEMM paths; the weight gradients by R alone (80, 297 and 72 columns).
     for (const ConvGeometry& g : {conv2d(16, 5, 64, 32, 4), conv2d(16, 33, 32, 16, 3), conv2d(8, 8, 33, 16, 3)}) {

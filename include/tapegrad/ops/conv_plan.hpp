@@ -109,7 +109,7 @@ inline constexpr std::int64_t kMinTileCols = 512, kMinPackedTileCols = 128;
 inline constexpr std::int64_t kWideImageCols = 256;
 // The small-channel rule's limits (see plan_conv).
 inline constexpr std::int64_t kSmallOg = 32, kSmallIg = 32, kSmallR = 256, kSmallRStrided = 64, kSmallTinyOg = 8,
-                              kSmallTinyImageBytes = 2 * kTileCacheBytes;
+                              kSmallTinyImageBytes = 2 * kTileCacheBytes, kSmallGradWeights = kSmallOg * kSmallR;
 inline constexpr double kSmallMinMacs = 65536, kSmallWaste = 1.5;
 // The channel-row rule's limits (see plan_conv).
 inline constexpr std::int64_t kRowsMinChannels = 16, kRowsMaxResult = 64, kRowsMaxGradResult = 128, kRowsTapBytes = 32 << 10,
