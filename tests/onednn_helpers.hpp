@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "tensor_helpers.hpp"
 #include "tapegrad/core/tensor.hpp"
 #include "tapegrad/core/workspace.hpp"
 #include "tapegrad/ops/conv_kernels.hpp"
@@ -44,13 +45,7 @@ inline double dot(const Tensor& a, const Tensor& b) {
     return s;
 }
 
-inline double max_abs_diff(const Tensor& a, const Tensor& b) {
-    REQUIRE(a.shape() == b.shape());
-    const std::vector<double> x = a.values(), y = b.values();
-    double m = 0;
-    for (std::size_t i = 0; i < x.size(); ++i) m = std::max(m, std::fabs(x[i] - y[i]));
-    return m;
-}
+using testing::max_abs_diff;
 
 inline const char* layout_name(Layout l) { return l == Layout::NCX ? "NCX" : "NXC"; }
 

@@ -16,7 +16,7 @@
 #include "tapegrad/autograd/conv.hpp"
 #include "tapegrad/autograd/gradcheck.hpp"
 #include "tapegrad/autograd/ops.hpp"
-#include "check_close.hpp"
+#include "tensor_helpers.hpp"
 #include "conv_table.hpp"
 #include "tapegrad/core/blas.hpp"
 #include "tapegrad/core/workspace.hpp"
@@ -54,7 +54,7 @@ struct OneThread {
 
 enum class Which { Conv, ConvT, ConvBW };
 
-struct Case {
+struct ConvCase {
     const char* name;
     ConvGeometry g;
     Function f;
@@ -62,7 +62,7 @@ struct Case {
     std::vector<std::string> names;
 };
 
-Case make_case(Which w, const ConvConfig& c, Layout layout, std::uint64_t seed) {
+ConvCase make_case(Which w, const ConvConfig& c, Layout layout, std::uint64_t seed) {
     switch (w) {
         case Which::Conv: {
             const ConvGeometry g = tg::testing::forward_geometry(c, layout);
@@ -99,7 +99,7 @@ TEST_CASE("conv family: gradcheck and adjoint identity over the conv table", "[a
         const WorkspaceGuard budget(c.budget);
         const Layout layout = row % 3 == 2 ? Layout::NXC : Layout::NCX;
         for (Which w : {Which::Conv, Which::ConvT, Which::ConvBW}) {
-            const Case k = make_case(w, c, layout, 100 + row);
+            const ConvCase k = make_case(w, c, layout, 100 + row);
             const std::string what = c.name + std::string(" / ") + k.name + (layout == Layout::NXC ? " NXC" : " NCX");
             CheckOptions opt;
             opt.max_elements = kMaxElements;
@@ -144,7 +144,7 @@ TEST_CASE("conv family: gradgradcheck on transposed, grouped, dilated, strided a
         ++done;
         for (Which w : {Which::Conv, Which::ConvT, Which::ConvBW}) {
             const Layout layout = done % 2 ? Layout::NCX : Layout::NXC;
-            const Case k = make_case(w, c, layout, 300 + static_cast<std::uint64_t>(done));
+            const ConvCase k = make_case(w, c, layout, 300 + static_cast<std::uint64_t>(done));
             CheckOptions opt;
             opt.max_elements = kMaxElements2;
             opt.seed = static_cast<std::uint64_t>(done);
@@ -247,7 +247,7 @@ TEST_CASE("conv family: f32, f16 and bf16 agree with f64 within the epsilon-scal
     for (std::size_t row : {1u, 5u, 11u, 21u}) {
         const ConvConfig& c = table[row];
         for (Which w : {Which::Conv, Which::ConvT, Which::ConvBW}) {
-            const Case k = make_case(w, c, Layout::NCX, 500 + row);
+            const ConvCase k = make_case(w, c, Layout::NCX, 500 + row);
             const ConvGeometry& g = k.g;
             // the longest sum behind one element: CONV I_g·∏K, CONVT O_g·∏K, CONV_BW N·∏Y
             const std::int64_t n = std::max({g.Ig * g.kernel_numel(), g.Og * g.kernel_numel(), g.N * g.out_numel()});
@@ -261,7 +261,7 @@ TEST_CASE("conv family: f32, f16 and bf16 agree with f64 within the epsilon-scal
     }
 }
 
-using tg::testclose::same_bits;
+using tg::testing::same_bits;
 
 TEST_CASE("conv family: a fused ReLU gives relu after the op bit for bit, forward and backward", "[autograd]") {
     OneThread one_thread;
@@ -310,13 +310,13 @@ TEST_CASE("conv family: a fused ReLU passes NaN and gradcheck", "[autograd][grad
         const WorkspaceGuard budget(c.budget);
         const ConvGeometry gf = tg::testing::forward_geometry(c), gt = tg::testing::transposed_geometry(c);
         const Tensor bf = random_tensor({gf.G * gf.Og}, row + 7), bt = random_tensor({gt.G * gt.Ig}, row + 8);
-        const Case k[2] = {
+        const ConvCase k[2] = {
             {"conv relu", gf, [gf, bf](const std::vector<Variable>& v) { return conv(v[0], v[1], gf, constant(bf), true); },
              {random_tensor(gf.in_shape(), row), random_tensor(gf.weight_shape(), row + 1)}, {"x", "W"}},
             {"conv_transpose relu", gt,
              [gt, bt](const std::vector<Variable>& v) { return conv_transpose(v[0], v[1], gt, constant(bt), true); },
              {random_tensor(gt.out_shape(), row + 2), random_tensor(gt.weight_shape(), row + 3)}, {"u", "W"}}};
-        for (const Case& kc : k) {
+        for (const ConvCase& kc : k) {
             CheckOptions opt;
             opt.max_elements = kMaxElements;
             opt.seed = row;

@@ -6,28 +6,17 @@
 #include <cmath>
 #include <random>
 
+#include "tensor_helpers.hpp"
 #include "tapegrad/autograd/gradcheck.hpp"
 #include "tapegrad/autograd/ops.hpp"
 #include "tapegrad/autograd/pool.hpp"
 
 using namespace tg;
 using namespace tg::ag;
+using testing::rnd;
+using testing::vals;
 
 namespace {
-
-// Uniform in [lo, hi], optionally pushed at least `gap` away from 0 (kinks of relu).
-Tensor rnd(const Shape& s, std::uint64_t seed, double lo = -1, double hi = 1, double gap = 0) {
-    std::mt19937_64 rng(seed);
-    std::uniform_real_distribution<double> u(lo, hi);
-    std::vector<double> v(static_cast<std::size_t>(shape_numel(s)));
-    for (double& x : v) {
-        x = u(rng);
-        if (gap > 0) x += x < 0 ? -gap : gap;
-    }
-    return Tensor::from(s, v, DType::f64);
-}
-
-std::vector<double> vals(const Variable& v) { return v.value().values(); }
 
 struct OpCase {
     std::string name;

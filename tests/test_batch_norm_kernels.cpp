@@ -18,7 +18,7 @@ using namespace tg;
 
 namespace {
 
-struct Case {
+struct BnCase {
     Shape shape;  // [N, C, X...]
 };
 
@@ -42,7 +42,7 @@ struct Results {
     std::vector<double> got, want;
 };
 
-Results run(const Case& c, DType dt, std::mt19937_64& rng) {
+Results run(const BnCase& c, DType dt, std::mt19937_64& rng) {
     const std::int64_t N = c.shape[0], C = c.shape[1], S = shape_numel(c.shape) / (N * C);
     const std::size_t n = static_cast<std::size_t>(shape_numel(c.shape));
     // Values as the dtype holds them, so that both sides see the same inputs.
@@ -117,11 +117,11 @@ Results run(const Case& c, DType dt, std::mt19937_64& rng) {
 TEST_CASE("batch norm kernels match their formulas at every instruction set; a planted error is caught",
           "[batch_norm][simd]") {
     const tg::testing::IsaGuard restore;
-    const std::vector<Case> cases = {{{4, 3}}, {{3, 5, 7, 9}}, {{2, 4, 200}}, {{5, 2, 3, 2, 2}}};
+    const std::vector<BnCase> cases = {{{4, 3}}, {{3, 5, 7, 9}}, {{2, 4, 200}}, {{5, 2, 3, 2, 2}}};
     for (simd::Isa isa : tg::testing::tested_isas()) {
         simd::force(isa);
         std::mt19937_64 rng(404);
-        for (const Case& c : cases)
+        for (const BnCase& c : cases)
             for (DType dt : {DType::f32, DType::f64}) {
                 const Results r = run(c, dt, rng);
                 // Sums of up to a few thousand terms of size ~10: relative error a few hundred

@@ -12,10 +12,9 @@
 #include <catch2/catch.hpp>
 #include <csignal>
 #include <sys/wait.h>
-
-#include "tapegrad/core/random.hpp"
 #include <unistd.h>
 
+#include "tensor_helpers.hpp"
 #include "tapegrad/autograd/ops.hpp"
 #include "tapegrad/core/factories.hpp"
 #include "tapegrad/core/random.hpp"
@@ -24,6 +23,7 @@
 #include "tapegrad/nn/optim.hpp"
 
 using namespace tg;
+using testing::same_bits;
 namespace fs = std::filesystem;
 
 namespace {
@@ -52,18 +52,11 @@ void spit(const fs::path& p, const std::string& bytes) {
     f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
-bool same_bits(const Tensor& a, const Tensor& b) {
-    if (a.defined() != b.defined()) return false;
-    if (!a.defined()) return true;
-    if (a.dtype() != b.dtype() || a.shape() != b.shape()) return false;
-    const Tensor ca = a.contiguous(), cb = b.contiguous();
-    return std::memcmp(ca.raw_data(), cb.raw_data(), static_cast<std::size_t>(ca.numel()) * dtype_size(ca.dtype())) == 0;
-}
-
+// The same keys, each the same bits, or undefined in both.
 bool same_dict(const nn::StateDict& a, const nn::StateDict& b) {
     if (a.keys() != b.keys()) return false;
     for (const auto& [k, t] : a)
-        if (!same_bits(t, b.at(k))) return false;
+        if (t.defined() != b.at(k).defined() || (t.defined() && !same_bits(t, b.at(k)))) return false;
     return true;
 }
 

@@ -17,9 +17,9 @@ namespace {
 
 // A folder with data.npy [1, 1, 3] and filter.npy [1, 1, 3] of OPS.md Example 1, and a
 // case file built from `body` (JSON object members).
-struct Case {
+struct CaseFiles {
     TempDir dir;
-    Case() {
+    CaseFiles() {
         write_npy(dir / "data.npy", Tensor::from({1, 1, 3}, {1, 2, 3}, DType::f32));
         write_npy(dir / "filter.npy", Tensor::from({1, 1, 3}, {1, 2, 3}, DType::f32));
         write_npy(dir / "dy.npy", Tensor::from({1, 1, 5}, {1, 0, 0, 0, 1}, DType::f32));
@@ -36,7 +36,7 @@ struct Case {
 }  // namespace
 
 TEST_CASE("cli files: the same file under two spellings is one output", "[cli][files]") {
-    Case c;
+    CaseFiles c;
     const CommandResult r = c.run(R"("output": "out.npy", "grad_output": "dy.npy", "grad_inputs": ["./out.npy", null])");
     CHECK(one_error_line(r));
     CHECK_THAT(r.err, Catch::Contains("same file") && Catch::Contains("grad_inputs[0]"));
@@ -44,7 +44,7 @@ TEST_CASE("cli files: the same file under two spellings is one output", "[cli][f
 }
 
 TEST_CASE("cli files: an output may not replace the case file it was read from", "[cli][files]") {
-    Case c;
+    CaseFiles c;
     const CommandResult r = c.run(R"("output": "./case.json")");  // it wrote its result over the case file
     CHECK(one_error_line(r));
     CHECK_THAT(r.err, Catch::Contains("is the same file as the case file") && Catch::Contains("may not replace an input"));
@@ -52,7 +52,7 @@ TEST_CASE("cli files: an output may not replace the case file it was read from",
 }
 
 TEST_CASE("cli files: an output may not replace an input, even through a hard link", "[cli][files]") {
-    Case c;
+    CaseFiles c;
     const std::string before = read_text(c.dir / "filter.npy");
     CommandResult r = c.run(R"("output": "filter.npy")");
     CHECK(one_error_line(r));
@@ -64,7 +64,7 @@ TEST_CASE("cli files: an output may not replace an input, even through a hard li
 }
 
 TEST_CASE("cli files: NUL bytes in paths are errors, not truncations", "[cli][files]") {
-    Case c;
+    CaseFiles c;
     CommandResult r = c.run(R"("output": "out.npy\u0000x")");
     CHECK(one_error_line(r));
     CHECK_THAT(r.err, Catch::Contains("NUL"));
@@ -76,7 +76,7 @@ TEST_CASE("cli files: NUL bytes in paths are errors, not truncations", "[cli][fi
 }
 
 TEST_CASE("cli files: a symlink or a device as the output is refused and left alone", "[cli][files]") {
-    Case c;
+    CaseFiles c;
     write_bytes(c.dir / "precious.txt", "keep me");
     std::filesystem::create_symlink(c.dir / "precious.txt", c.dir / "link.npy");
     CommandResult r = c.run(R"("output": "link.npy")");
@@ -89,7 +89,7 @@ TEST_CASE("cli files: a symlink or a device as the output is refused and left al
 }
 
 TEST_CASE("cli files: a FIFO as an input is refused at once instead of blocking", "[cli][files]") {
-    Case c;
+    CaseFiles c;
     std::filesystem::remove(c.dir / "data.npy");
     REQUIRE(::mkfifo((c.dir / "data.npy").c_str(), 0600) == 0);
     const CommandResult r = c.run(R"("output": "out.npy")");
@@ -98,7 +98,7 @@ TEST_CASE("cli files: a FIFO as an input is refused at once instead of blocking"
 }
 
 TEST_CASE("cli files: a failed run leaves every existing file as it was", "[cli][files]") {
-    Case c;
+    CaseFiles c;
     write_bytes(c.dir / "out.npy", "old result");
     const CommandResult r =
         c.run(R"("output": "out.npy", "grad_output": "dy.npy", "grad_inputs": ["missing/dd.npy", null])");
@@ -114,7 +114,7 @@ TEST_CASE("cli files: a failed run leaves every existing file as it was", "[cli]
 }
 
 TEST_CASE("cli files: deep JSON, huge values and integers past int64 give one clear line", "[cli][files]") {
-    Case c;
+    CaseFiles c;
     // 100 000 nested arrays used to overflow the stack
     const std::string deep = std::string(100000, '[') + std::string(100000, ']');
     write_bytes(c.dir / "deep.json", R"({"op": "Convolution", "attrs": {"strides": )" + deep + "}}");
@@ -161,7 +161,7 @@ TEST_CASE("cli files: deep JSON, huge values and integers past int64 give one cl
 }
 
 TEST_CASE("cli limits: the work limit and the memory limit refuse absurd cases at once", "[cli][files]") {
-    Case c;
+    CaseFiles c;
     CommandResult r = c.run(R"("output": "o.npy")", {"--work-limit", "5"});  // the case is 9 multiply-adds
     CHECK(one_error_line(r));
     CHECK_THAT(r.err, Catch::Contains("work limit of 5"));

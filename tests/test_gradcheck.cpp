@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "tensor_helpers.hpp"
 #include "tapegrad/autograd/conv.hpp"
 #include "tapegrad/autograd/gradcheck.hpp"
 #include "tapegrad/autograd/ops.hpp"
@@ -26,13 +27,8 @@ using namespace tg::ag;
 
 namespace {
 
-Tensor rnd(const Shape& s, std::uint64_t seed) {
-    std::mt19937_64 rng(seed);
-    std::uniform_real_distribution<double> u(0.5, 1.5);  // away from 0: ratios below are well defined
-    std::vector<double> v(static_cast<std::size_t>(shape_numel(s)));
-    for (double& x : v) x = u(rng);
-    return Tensor::from(s, v, DType::f64);
-}
+// Away from 0: the ratios below are well defined.
+Tensor positive_rnd(const Shape& s, std::uint64_t seed) { return testing::rnd(s, seed, 0.5, 1.5); }
 
 // x² with the backward 3x·g instead of 2x·g.
 Variable bad_square(const Variable& x) {
@@ -90,7 +86,7 @@ const CheckRow& row_of(const CheckReport& r, const std::string& tensor) {
 }  // namespace
 
 TEST_CASE("gradcheck reports the worst element of a wrong backward", "[gradcheck]") {
-    const Tensor x = rnd({2, 3}, 1);
+    const Tensor x = positive_rnd({2, 3}, 1);
     const Function f = [](const std::vector<Variable>& v) { return bad_square(v[0]); };
     CheckOptions opt;
     opt.names = {"x"};
@@ -114,7 +110,7 @@ TEST_CASE("gradcheck reports the worst element of a wrong backward", "[gradcheck
 }
 
 TEST_CASE("gradgradcheck catches a backward that is right but not differentiable", "[gradcheck]") {
-    const Tensor x = rnd({4}, 2);
+    const Tensor x = positive_rnd({4}, 2);
     const Function f = [](const std::vector<Variable>& v) { return detached_cube(v[0]); };
     CheckOptions opt;
     opt.names = {"x"};
@@ -132,7 +128,7 @@ TEST_CASE("gradgradcheck catches a backward that is right but not differentiable
     // the conv version of the same mistake
     const ConvGeometry g = small_geometry();
     const Function fc = [g](const std::vector<Variable>& v) { return raw_backward_conv(v[0], v[1], g); };
-    const std::vector<Tensor> in{rnd(g.in_shape(), 3), rnd(g.weight_shape(), 4)};
+    const std::vector<Tensor> in{positive_rnd(g.in_shape(), 3), positive_rnd(g.weight_shape(), 4)};
     opt.names = {"x", "W"};
     opt.max_elements = 16;
     CHECK(gradcheck(fc, in, opt).ok);
@@ -147,7 +143,7 @@ TEST_CASE("gradgradcheck catches a backward that is right but not differentiable
 TEST_CASE("check_adjoint and gradcheck catch a wrong transpose; the other argument stays correct", "[gradcheck]") {
     const ConvGeometry g = small_geometry();
     const Function f = [g](const std::vector<Variable>& v) { return shifted_conv(v[0], v[1], g); };
-    const std::vector<Tensor> in{rnd(g.in_shape(), 5), rnd(g.weight_shape(), 6)};
+    const std::vector<Tensor> in{positive_rnd(g.in_shape(), 5), positive_rnd(g.weight_shape(), 6)};
     CheckOptions opt;
     opt.names = {"x", "W"};
     const CheckReport adj_x = check_adjoint(f, in, 0, opt);
@@ -170,7 +166,7 @@ TEST_CASE("check_adjoint and gradcheck catch a wrong transpose; the other argume
 TEST_CASE("check_adjoint reports a map that is not linear instead of a bare FAIL", "[gradcheck]") {
     CheckOptions opt;
     opt.names = {"x", "W"};
-    const Tensor x = rnd({2, 3, 4}, 21);
+    const Tensor x = positive_rnd({2, 3, 4}, 21);
     const std::vector<std::pair<std::string, Function>> nonlinear = {
         {"square", [](const std::vector<Variable>& v) { return v[0] * v[0]; }},
         {"relu (positively homogeneous, caught by a < 0)", [](const std::vector<Variable>& v) { return relu(v[0]); }},
@@ -189,7 +185,7 @@ TEST_CASE("check_adjoint reports a map that is not linear instead of a bare FAIL
     }
     // a conv with a non-zero bias is affine in its data, not linear; with the bias at zero it passes
     const ConvGeometry g = small_geometry();
-    const std::vector<Tensor> in{rnd(g.in_shape(), 22), rnd(g.weight_shape(), 23), rnd({g.out_shape()[1]}, 24)};
+    const std::vector<Tensor> in{positive_rnd(g.in_shape(), 22), positive_rnd(g.weight_shape(), 23), positive_rnd({g.out_shape()[1]}, 24)};
     const Function fb = [g](const std::vector<Variable>& v) { return conv(v[0], v[1], g, v[2]); };
     const CheckReport rb = check_adjoint(fb, in, 0, opt);
     INFO(rb.table());
@@ -214,7 +210,7 @@ TEST_CASE("check_adjoint reports a map that is not linear instead of a bare FAIL
 
 TEST_CASE("a check report's table has a legend saying what analytic and numeric mean", "[gradcheck]") {
     const Function f = [](const std::vector<Variable>& v) { return v[0] * v[0]; };
-    const std::string t = gradcheck(f, {rnd({3}, 25)}).table();
+    const std::string t = gradcheck(f, {positive_rnd({3}, 25)}).table();
     CHECK_THAT(t, Catch::Contains("legend: analytic/numeric = gradcheck, gradgradcheck: the tape's J^T v"));
     CHECK_THAT(t, Catch::Contains("central differences of <f(x), v> in f64"));
 }
@@ -258,7 +254,7 @@ TEST_CASE("a check report, golden: the verdict first, a zero reference, the lege
                       {.inputs = {}, .output = false},
                       [](const SavedContext&, const Variable& g) -> Grads { return {g * 0.0 + 1.0}; });
     };
-    const CheckReport z = gradcheck(wrong, {rnd({3}, 26)});
+    const CheckReport z = gradcheck(wrong, {positive_rnd({3}, 26)});
     REQUIRE_FALSE(z.ok);
     CHECK(z.rows[0].b == 0);
     CHECK(std::isnan(z.rows[0].rel_err));
@@ -274,7 +270,7 @@ TEST_CASE("check_precision fails a low-precision path that drifts from f64", "[g
         const Variable y = v[0] * v[0];
         return v[0].dtype() == DType::f16 ? y * 1.01 : y;
     };
-    const Tensor x = rnd({8}, 7);
+    const Tensor x = positive_rnd({8}, 7);
     const CheckReport r = check_precision(f, {x}, DType::f16, 1);
     INFO(r.table());
     CHECK_FALSE(r.ok);
@@ -305,7 +301,7 @@ TEST_CASE("check_precision fails a sum accumulated in the low precision", "[grad
                           return {broadcast_to(reshape(g, {in[0], 1}), in)};
                       });
     };
-    const Tensor x = tg::affine(rnd({64, 1024}, 12), 1, -1);  // zero mean: the partial sums wander
+    const Tensor x = tg::affine(positive_rnd({64, 1024}, 12), 1, -1);  // zero mean: the partial sums wander
     CHECK(check_precision(good, {x}, DType::f16, 1024).ok);
     const CheckReport r = check_precision(running, {x}, DType::f16, 1024);
     INFO(r.table());
@@ -330,9 +326,9 @@ TEST_CASE("tapegrad gradcheck runs the three checks on a case and prints a table
     namespace fs = std::filesystem;
     const fs::path dir = fs::temp_directory_path() / ("tapegrad_gradcheck_" + std::to_string(::getpid()));
     fs::create_directories(dir);
-    write_npy((dir / "data.npy").string(), rnd({1, 4, 5, 5}, 8).to(DType::f32));
-    write_npy((dir / "weights.npy").string(), rnd({4, 3, 3, 3}, 9).to(DType::f32));  // IOX [IC, OC/g, K]
-    write_npy((dir / "bias.npy").string(), rnd({6}, 10).to(DType::f32));
+    write_npy((dir / "data.npy").string(), positive_rnd({1, 4, 5, 5}, 8).to(DType::f32));
+    write_npy((dir / "weights.npy").string(), positive_rnd({4, 3, 3, 3}, 9).to(DType::f32));  // IOX [IC, OC/g, K]
+    write_npy((dir / "bias.npy").string(), positive_rnd({6}, 10).to(DType::f32));
     {
         std::ofstream c(dir / "case.json");
         c << R"({"opset": "onednn", "op": "ConvTranspose",

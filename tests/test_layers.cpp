@@ -18,22 +18,11 @@
 #include "tapegrad/nn/layers.hpp"
 #include "tapegrad/nn/module.hpp"
 #include "tapegrad/nn/schedule.hpp"
-#include "check_close.hpp"
+#include "tensor_helpers.hpp"
 
 using namespace tg;
-
-namespace {
-
-std::vector<double> vals(const ag::Variable& v) { return v.value().values(); }
-
-Tensor rnd(const Shape& s, std::uint64_t seed, double lo = -1, double hi = 1) {
-    Generator gen(seed);
-    std::vector<double> v(static_cast<std::size_t>(shape_numel(s)));
-    gen.fill_uniform(v, lo, hi);
-    return Tensor::from(s, v, DType::f64);
-}
-
-}  // namespace
+using testing::rnd;
+using testing::vals;
 
 TEST_CASE("train() and eval() set the mode of a module and all its sub-modules", "[nn][layers]") {
     nn::Sequential inner{nn::Linear(2, 2), nn::ReLU()};
@@ -157,7 +146,7 @@ ag::Variable batch_norm_composed(const ag::Variable& x, const ag::Variable& w, c
     return y;
 }
 
-using testclose::check_close;
+using testing::check_close;
 
 }  // namespace
 
@@ -532,7 +521,7 @@ TEST_CASE("Conv and ConvTranspose with_relu: the layer then a ReLU, values and g
     CHECK(g2.ok);
 }
 
-using testclose::same_bits;
+using testing::same_bits;
 
 TEST_CASE("linear: x·Wᵀ + bias and a fused ReLU, bit for bit the ops apart, forward and backward", "[nn][layers]") {
     // By hand: x = [[1, 2], [-1, 0]], W = [[1, 0], [0, 1], [1, 1]] (3 × 2), b = [0.5, -3, 0]:

@@ -8,33 +8,25 @@
 #include <sstream>
 #include <string>
 
-#include "check_close.hpp"
+#include "tensor_helpers.hpp"
 #include "tapegrad/autograd/catch_matchers.hpp"
 #include "tapegrad/tapegrad.hpp"
 
 using namespace tg;
-using testclose::check_close;
-
-namespace {
-
-Tensor golden(const std::string& name, const std::string& key) {
-    const auto path = std::filesystem::path(TAPEGRAD_SOURCE_DIR) / "tests" / "golden" / "layers" / (name + "." + key + ".npy");
-    return read_npy(path.string(), key);
-}
-
-}  // namespace
+using testing::check_close;
+using testing::golden;
 
 TEST_CASE("LayerNorm matches PyTorch: value and the gradients of input, weight and bias", "[nn][everyday][golden]") {
     nn::LayerNorm ln({3, 4}, 1e-5, true, DType::f64);
-    ln.weight.assign(golden("layernorm", "w"));
-    ln.bias.assign(golden("layernorm", "b"));
-    const ag::Variable x = ag::param(golden("layernorm", "x"));
+    ln.weight.assign(golden("layers", "layernorm.w"));
+    ln.bias.assign(golden("layers", "layernorm.b"));
+    const ag::Variable x = ag::param(golden("layers", "layernorm.x"));
     const ag::Variable y = ln(x);
-    check_close(y.value(), golden("layernorm", "y"), 1e-12, "layer norm value");
-    ag::backward({y}, {golden("layernorm", "gy")});
-    check_close(x.grad(), golden("layernorm", "dx"), 1e-12, "dx");
-    check_close(ln.weight.grad(), golden("layernorm", "dw"), 1e-12, "dweight");
-    check_close(ln.bias.grad(), golden("layernorm", "db"), 1e-12, "dbias");
+    check_close(y.value(), golden("layers", "layernorm.y"), 1e-12, "layer norm value");
+    ag::backward({y}, {golden("layers", "layernorm.gy")});
+    check_close(x.grad(), golden("layers", "layernorm.dx"), 1e-12, "dx");
+    check_close(ln.weight.grad(), golden("layers", "layernorm.dw"), 1e-12, "dweight");
+    check_close(ln.bias.grad(), golden("layers", "layernorm.db"), 1e-12, "dbias");
     nn::LayerNorm plain({4}, 1e-5, false, DType::f64);
     CHECK(plain.parameters().empty());
     const ag::Function f = [&plain](const std::vector<ag::Variable>& v) { return plain(v[0]); };
@@ -50,11 +42,11 @@ TEST_CASE("GELU, exact and tanh forms, matches PyTorch and passes gradgradcheck"
         const std::string name = std::string("gelu_") + form;
         INFO(name);
         nn::GELU gelu(approx);
-        const ag::Variable x = ag::param(golden(name, "x"));
+        const ag::Variable x = ag::param(golden("layers", name + ".x"));
         const ag::Variable y = gelu(x);
-        check_close(y.value(), golden(name, "y"), 1e-12, "value");
-        ag::backward({y}, {golden(name, "gy")});
-        check_close(x.grad(), golden(name, "dx"), 1e-12, "gradient");
+        check_close(y.value(), golden("layers", name + ".y"), 1e-12, "value");
+        ag::backward({y}, {golden("layers", name + ".gy")});
+        check_close(x.grad(), golden("layers", name + ".dx"), 1e-12, "gradient");
         const ag::Function f = [&gelu](const std::vector<ag::Variable>& v) { return gelu(v[0]); };
         const Tensor x0 = randn({3, 5}, DType::f64);
         CHECK_THAT(f, test::PassesGradcheck({x0}));
@@ -65,13 +57,13 @@ TEST_CASE("GELU, exact and tanh forms, matches PyTorch and passes gradgradcheck"
 TEST_CASE("Embedding matches PyTorch; its padding row gets no gradient; bad indices are named", "[nn][everyday][golden]") {
     nn::Embedding emb(6, 3, 2, DType::f64);
     CHECK(emb.weight.value().select(0, 2).values() == std::vector<double>{0, 0, 0});  // the padding row starts at zero
-    emb.weight.assign(golden("embedding", "w"));
-    const Tensor idx = golden("embedding", "idx").to(DType::i64);
+    emb.weight.assign(golden("layers", "embedding.w"));
+    const Tensor idx = golden("layers", "embedding.idx").to(DType::i64);
     const ag::Variable y = emb(ag::constant(idx));
     CHECK(y.shape() == Shape{2, 3, 3});
-    check_close(y.value(), golden("embedding", "y"), 0, "rows");
-    ag::backward({y}, {golden("embedding", "gy")});
-    check_close(emb.weight.grad(), golden("embedding", "dw"), 1e-12, "weight gradient (row 2 zero)");
+    check_close(y.value(), golden("layers", "embedding.y"), 0, "rows");
+    ag::backward({y}, {golden("layers", "embedding.gy")});
+    check_close(emb.weight.grad(), golden("layers", "embedding.dw"), 1e-12, "weight gradient (row 2 zero)");
     CHECK_THROWS_WITH(emb(ag::constant(Tensor::from({2, 2}, {0, 1, 6, 1}, DType::i64))),
                       Catch::Contains("Embedding: index 6 at position [1, 0] is out of range for 6 embeddings (valid: 0..5)"));
     CHECK_THROWS_WITH(emb(ag::constant(Tensor::from({1}, {-1}, DType::i32))), Catch::Contains("Embedding: index -1"));
@@ -87,15 +79,15 @@ TEST_CASE("Softmax and LogSoftmax modules are the ag functions along their dim",
 }
 
 TEST_CASE("AdamW matches torch.optim.AdamW over three steps (decoupled weight decay)", "[nn][everyday][golden]") {
-    ag::Variable p = ag::param(golden("adamw", "p0"));
+    ag::Variable p = ag::param(golden("layers", "adamw.p0"));
     nn::AdamW opt({p}, 0.05, 0.8, 0.95, 1e-6, 0.1);
     CHECK(std::string(opt.kind()) == "AdamW");
-    const Tensor grads = golden("adamw", "grads");
+    const Tensor grads = golden("layers", "adamw.grads");
     for (std::int64_t k = 0; k < 3; ++k) {
         p.set_grad(grads[k].contiguous());
         opt.step();
     }
-    check_close(p.value(), golden("adamw", "p3"), 1e-12, "parameters after 3 steps");
+    check_close(p.value(), golden("layers", "adamw.p3"), 1e-12, "parameters after 3 steps");
 }
 
 TEST_CASE("ReduceLROnPlateau follows PyTorch's rate sequence in both modes", "[nn][everyday][golden]") {
@@ -114,7 +106,7 @@ TEST_CASE("ReduceLROnPlateau follows PyTorch's rate sequence in both modes", "[n
         const ag::Variable q = ag::param(Tensor::zeros({1}));
         nn::SGD opt({q}, 0.1);
         nn::ReduceLROnPlateau s(opt, c.o);
-        const std::vector<double> metrics = golden(c.name, "metrics").values(), want = golden(c.name, "lrs").values();
+        const std::vector<double> metrics = golden("layers", std::string(c.name) + ".metrics").values(), want = golden("layers", std::string(c.name) + ".lrs").values();
         std::vector<double> got;
         for (double m : metrics) {
             s.step(m);

@@ -12,18 +12,14 @@
 #include "tapegrad/autograd/pool.hpp"
 #include "tapegrad/core/npy.hpp"
 #include "tapegrad/nn/layers.hpp"
-#include "check_close.hpp"
+#include "tensor_helpers.hpp"
 
 using namespace tg;
 
 namespace {
 
-Tensor golden(const std::string& name, const std::string& key) {
-    const auto path = std::filesystem::path(TAPEGRAD_SOURCE_DIR) / "tests" / "golden" / "layers" / (name + "." + key + ".npy");
-    return read_npy(path.string(), key);
-}
-
-using testclose::check_close;
+using testing::check_close;
+using testing::golden;
 
 double tol_of(DType dt) { return dt == DType::f64 ? 1e-12 : 1e-5; }
 
@@ -48,14 +44,14 @@ TEST_CASE("max and average pooling match PyTorch, forward and backward", "[nn][l
     for (const PoolGolden& c : cases)
         for (DType dt : {DType::f64, DType::f32}) {
             INFO(c.name << " " << dtype_name(dt));
-            const ag::Variable x = ag::param(golden(c.name, "x").to(dt));
+            const ag::Variable x = ag::param(golden("layers", c.name + ".x").to(dt));
             nn::PoolOptions o(c.kernel);
             o.padding(c.padding).dilation(c.dilation);
             if (!c.stride.empty()) o.stride(c.stride);
             ag::Variable y = c.max ? nn::MaxPool(o)(x) : nn::AvgPool(o)(x);
-            check_close(y.value(), golden(c.name, "y"), tol_of(dt), "y");
-            y.backward(golden(c.name, "gy").to(dt));
-            check_close(x.grad(), golden(c.name, "dx"), tol_of(dt), "dx");
+            check_close(y.value(), golden("layers", c.name + ".y"), tol_of(dt), "y");
+            y.backward(golden("layers", c.name + ".gy").to(dt));
+            check_close(x.grad(), golden("layers", c.name + ".dx"), tol_of(dt), "dx");
         }
 }
 
@@ -64,23 +60,23 @@ TEST_CASE("BatchNorm matches PyTorch: training forward and backward, running sta
     for (const std::string name : {"bn0d", "bn1d", "bn2d", "bn3d"})
         for (DType dt : {DType::f64, DType::f32}) {
             INFO(name << " " << dtype_name(dt));
-            const Tensor x0 = golden(name, "x");
+            const Tensor x0 = golden("layers", name + ".x");
             const std::int64_t C = x0.shape()[1];
             nn::BatchNorm bn(C, 1e-5, 0.1, dt);
-            bn.weight.assign(golden(name, "w"));
-            bn.bias.assign(golden(name, "b"));
+            bn.weight.assign(golden("layers", name + ".w"));
+            bn.bias.assign(golden("layers", name + ".b"));
             const ag::Variable x = ag::param(x0.to(dt));
             ag::Variable y = bn(x);
-            check_close(y.value(), golden(name, "y"), tol_of(dt), "y");
-            y.backward(golden(name, "gy").to(dt));
-            check_close(x.grad(), golden(name, "dx"), tol_of(dt), "dx");
-            check_close(bn.weight.grad(), golden(name, "dw"), tol_of(dt), "dw");
-            check_close(bn.bias.grad(), golden(name, "db"), tol_of(dt), "db");
-            check_close(bn.running_mean(), golden(name, "running_mean"), tol_of(dt), "running_mean");
-            check_close(bn.running_var(), golden(name, "running_var"), tol_of(dt), "running_var");
+            check_close(y.value(), golden("layers", name + ".y"), tol_of(dt), "y");
+            y.backward(golden("layers", name + ".gy").to(dt));
+            check_close(x.grad(), golden("layers", name + ".dx"), tol_of(dt), "dx");
+            check_close(bn.weight.grad(), golden("layers", name + ".dw"), tol_of(dt), "dw");
+            check_close(bn.bias.grad(), golden("layers", name + ".db"), tol_of(dt), "db");
+            check_close(bn.running_mean(), golden("layers", name + ".running_mean"), tol_of(dt), "running_mean");
+            check_close(bn.running_var(), golden("layers", name + ".running_var"), tol_of(dt), "running_var");
             CHECK(bn.num_batches_tracked() == 1);
             bn.eval();
-            check_close(bn(ag::constant(x0.to(dt))).value(), golden(name, "eval_y"), tol_of(dt), "eval y");
+            check_close(bn(ag::constant(x0.to(dt))).value(), golden("layers", name + ".eval_y"), tol_of(dt), "eval y");
             CHECK(bn.num_batches_tracked() == 1);
         }
 }

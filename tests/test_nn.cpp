@@ -2,6 +2,7 @@
 // gradients against central differences, optimizer steps by hand, checkpoints.
 #include <catch2/catch.hpp>
 
+#include "tensor_helpers.hpp"
 #include "isas.hpp"
 
 #include <cmath>
@@ -16,6 +17,7 @@
 #include "tapegrad/ops/conv_reference.hpp"
 
 using namespace tg;
+using testing::max_abs_diff;
 
 namespace {
 
@@ -27,13 +29,6 @@ Tensor randn(const Shape& s, std::uint32_t seed, DType dt = DType::f64) {
     return Tensor::from(s, v, dt);
 }
 
-double max_abs_diff(const Tensor& a, const Tensor& b) {
-    REQUIRE(a.shape() == b.shape());
-    const auto x = a.values(), y = b.values();
-    double m = 0;
-    for (std::size_t i = 0; i < x.size(); ++i) m = std::max(m, std::fabs(x[i] - y[i]));
-    return m;
-}
 
 // Sum of every output element times a fixed random weight: a scalar whose gradient
 // exercises every output.

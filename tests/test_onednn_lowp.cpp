@@ -16,6 +16,7 @@
 
 using namespace tg;
 using namespace tg::onednn_test;
+using testing::same_bits;
 
 namespace {
 
@@ -60,12 +61,6 @@ std::vector<Tensor> converted(const std::vector<Tensor>& in, DType dt) {
     return out;
 }
 
-// Bitwise equality of two tensors of the same 16-bit dtype.
-bool same_bits(const Tensor& a, const Tensor& b) {
-    if (a.dtype() != b.dtype() || a.shape() != b.shape()) return false;
-    const Tensor x = a.contiguous(), y = b.contiguous();
-    return std::memcmp(x.raw_data(), y.raw_data(), static_cast<std::size_t>(x.numel()) * dtype_size(x.dtype())) == 0;
-}
 
 std::size_t count_different(const Tensor& a, const Tensor& b) {
     const V x = a.values(), y = b.values();

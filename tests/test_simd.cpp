@@ -19,12 +19,12 @@ using namespace tg;
 
 namespace {
 
-struct Case {
+struct GemmCase {
     std::int64_t M, N, K;
 };
 
 // `packed`: through a PackedA (op(A) packed once, as the conv kernels do with the weight).
-void check_gemm(const Case& c, bool ta, bool tb, float alpha, float beta, std::mt19937_64& rng, const std::string& what,
+void check_gemm(const GemmCase& c, bool ta, bool tb, float alpha, float beta, std::mt19937_64& rng, const std::string& what,
                 bool packed = false) {
     std::uniform_real_distribution<float> u(-1.f, 1.f);
     const std::int64_t lda = (ta ? c.M : c.K) + 3, ldb = (tb ? c.K : c.N) + 5, ldc = c.N + 7;  // padded strides
@@ -68,13 +68,13 @@ TEST_CASE("f32 GEMM matches the f64 product at every instruction set", "[simd][g
     // Micro-tile edges (AVX2 6×16, AVX-512 12×32) and each edge kernel (a third, two thirds
     // or all of the rows, one or two vectors of columns; full and partial), several K blocks
     // (KC = 256), several M blocks (MC = 168) and N blocks (NC = 3072), and degenerate sizes.
-    const std::vector<Case> cases = {{1, 1, 1},     {5, 7, 3},     {6, 16, 8},   {12, 32, 9},   {13, 33, 17},
+    const std::vector<GemmCase> cases = {{1, 1, 1},     {5, 7, 3},     {6, 16, 8},   {12, 32, 9},   {13, 33, 17},
                                      {37, 45, 29},  {169, 65, 300}, {200, 40, 513}, {24, 3100, 5}, {3, 2, 0},
                                      {4, 16, 7},    {8, 48, 20},   {32, 48, 300}, {64, 80, 33},  {20, 24, 10},
                                      {2, 8, 4},     {10, 9, 6}};
     for (simd::Isa isa : tg::testing::tested_isas()) {
         simd::force(isa);
-        for (const Case& c : cases)
+        for (const GemmCase& c : cases)
             for (int t = 0; t < 4; ++t) {
                 const bool ta = t & 1, tb = t & 2;
                 std::ostringstream what;

@@ -11,29 +11,24 @@
 #include <functional>
 #include <string>
 
-#include "check_close.hpp"
+#include "tensor_helpers.hpp"
 #include "tapegrad/autograd/catch_matchers.hpp"
 #include "tapegrad/tapegrad.hpp"
 
 using namespace tg;
-using testclose::check_close;
+using testing::check_close;
+using testing::golden;
+using testing::vals;
 
 namespace {
 
-Tensor golden(const std::string& name) {
-    const auto path = std::filesystem::path(TAPEGRAD_SOURCE_DIR) / "tests" / "golden" / "tensor_index" / (name + ".npy");
-    return read_npy(path.string(), name);
-}
-
-std::vector<double> vals(const Tensor& t) { return t.values(); }
-
 // The value and the input gradient (for the golden upstream gradient) of f at `input`.
 void check_golden(const std::string& name, const std::string& input, const std::function<ag::Variable(const ag::Variable&)>& f) {
-    const ag::Variable x = ag::param(golden(input));
+    const ag::Variable x = ag::param(golden("tensor_index", input));
     const ag::Variable y = f(x);
-    check_close(y.value(), golden(name), 1e-12, name + " value");
-    ag::backward({y}, {golden("gy_" + name)});
-    check_close(x.grad(), golden(name + ".dx"), 1e-12, name + " gradient");
+    check_close(y.value(), golden("tensor_index", name), 1e-12, name + " value");
+    ag::backward({y}, {golden("tensor_index", "gy_" + name)});
+    check_close(x.grad(), golden("tensor_index", name + ".dx"), 1e-12, name + " gradient");
 }
 
 }  // namespace
@@ -69,13 +64,13 @@ TEST_CASE("reductions by hand: sum, mean, prod, var, std, logsumexp, max, min, k
 }
 
 TEST_CASE("max, min and argmax: the first index wins a tie, NaN wins over numbers", "[tensor-index][reduce][golden]") {
-    const Tensor t = golden("t");  // [[1, 3, 3, -2, 0.5], [2, nan, 7, nan, -1]]
+    const Tensor t = golden("tensor_index", "t");  // [[1, 3, 3, -2, 0.5], [2, nan, 7, nan, -1]]
     const ValuesIndices m = max(t, 1);
     CHECK(m.values.values()[0] == 3);
     CHECK(std::isnan(m.values.values()[1]));
-    CHECK(vals(m.indices) == vals(golden("t_max1.idx")));  // [1, 1]: the first 3, the first NaN
-    CHECK(vals(min(t, 1).indices) == vals(golden("t_min1.idx")));  // [3, 1]: the NaN beats -1
-    CHECK(vals(argmax(t, 0)) == vals(golden("t_argmax0")));
+    CHECK(vals(m.indices) == vals(golden("tensor_index", "t_max1.idx")));  // [1, 1]: the first 3, the first NaN
+    CHECK(vals(min(t, 1).indices) == vals(golden("tensor_index", "t_min1.idx")));  // [3, 1]: the NaN beats -1
+    CHECK(vals(argmax(t, 0)) == vals(golden("tensor_index", "t_argmax0")));
     CHECK(std::isnan(max(t).item()));
 }
 
@@ -93,12 +88,12 @@ TEST_CASE("reductions and their gradients match PyTorch", "[tensor-index][reduce
     check_golden("lse_02", "x", [](const ag::Variable& v) { return ag::logsumexp(v, {0, 2}); });
     check_golden("max_1", "x", [](const ag::Variable& v) { return ag::max(v, 1).values; });
     check_golden("min_2k", "x", [](const ag::Variable& v) { return ag::min(v, 2, true).values; });
-    CHECK(vals(max(golden("x"), 1).indices) == vals(golden("max_1.idx")));
-    CHECK(vals(min(golden("x"), 2, true).indices) == vals(golden("min_2k.idx")));
+    CHECK(vals(max(golden("tensor_index", "x"), 1).indices) == vals(golden("tensor_index", "max_1.idx")));
+    CHECK(vals(min(golden("tensor_index", "x"), 2, true).indices) == vals(golden("tensor_index", "min_2k.idx")));
 }
 
 TEST_CASE("index_select, gather, scatter_add and index_add match PyTorch, gradients too", "[tensor-index][golden]") {
-    const Tensor idx = golden("idx"), gidx = golden("gidx");
+    const Tensor idx = golden("tensor_index", "idx"), gidx = golden("tensor_index", "gidx");
     check_golden("index_select_1", "x", [&](const ag::Variable& v) { return ag::index_select(v, 1, idx); });
     check_golden("gather_1", "x", [&](const ag::Variable& v) { return ag::gather(v, 1, gidx); });
     check_golden("scatter_add_1", "x", [&](const ag::Variable& v) {
@@ -214,13 +209,13 @@ TEST_CASE("bad inputs of reductions, indexing and views name the function and th
 }
 
 TEST_CASE("batched matmul broadcasts its leading dims and matches PyTorch, gradients too", "[tensor-index][matmul][golden]") {
-    const ag::Variable a = ag::param(golden("bmm_a")), b = ag::param(golden("bmm_b"));
+    const ag::Variable a = ag::param(golden("tensor_index", "bmm_a")), b = ag::param(golden("tensor_index", "bmm_b"));
     const ag::Variable y = ag::matmul(a, b);
     CHECK(y.shape() == Shape{2, 3, 3, 2});
-    check_close(y.value(), golden("bmm_y"), 1e-12, "value");
-    ag::backward({y}, {golden("bmm_gy")});
-    check_close(a.grad(), golden("bmm_da"), 1e-12, "gradient of a (summed over the broadcast batch dim)");
-    check_close(b.grad(), golden("bmm_db"), 1e-12, "gradient of b");
+    check_close(y.value(), golden("tensor_index", "bmm_y"), 1e-12, "value");
+    ag::backward({y}, {golden("tensor_index", "bmm_gy")});
+    check_close(a.grad(), golden("tensor_index", "bmm_da"), 1e-12, "gradient of a (summed over the broadcast batch dim)");
+    check_close(b.grad(), golden("tensor_index", "bmm_db"), 1e-12, "gradient of b");
     const ag::Function f = [](const std::vector<ag::Variable>& v) { return ag::matmul(v[0], ag::mul(v[1], v[1])); };
     const std::vector<Tensor> in{randn({2, 2, 3}, DType::f64), randn({3, 2}, DType::f64)};
     CHECK_THAT(f, test::PassesGradcheck(in));

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "tensor_helpers.hpp"
 #include "isas.hpp"
 #include "tapegrad/core/simd.hpp"
 #include "tapegrad/ops/elementwise.hpp"
@@ -21,18 +22,14 @@
 #include "tapegrad/tapegrad.hpp"
 
 using namespace tg;
+using testing::golden;
 
 namespace {
-
-Tensor golden(const std::string& name) {
-    const auto path = std::filesystem::path(TAPEGRAD_SOURCE_DIR) / "tests" / "golden" / "tensor_math" / (name + ".npy");
-    return read_npy(path.string(), name);
-}
 
 // Same dtype, shape, NaN positions; other values within rel·|want| (0: exactly equal).
 void check_golden(const std::string& name, const Tensor& got, double rel = 0) {
     INFO(name);
-    const Tensor want = golden(name);
+    const Tensor want = golden("tensor_math", name);
     REQUIRE(dtype_name(got.dtype()) == std::string(dtype_name(want.dtype())));
     REQUIRE(got.shape() == want.shape());
     const std::vector<double> g = got.values(), w = want.values();
@@ -43,7 +40,6 @@ void check_golden(const std::string& name, const Tensor& got, double rel = 0) {
         else CHECK(std::fabs(g[i] - w[i]) <= rel * std::fabs(w[i]) + 1e-37);
     }
 }
-
 
 template <class T>
 std::uint64_t bits(T v) {
@@ -119,7 +115,7 @@ TEST_CASE("bool dtype: conversions, printing, npy", "[tensor-math]") {
     CHECK(m.to(DType::f32).values() == std::vector<double>{0, 1, 1});
     CHECK(dtype_from_name("bool", "dtype") == DType::b8);
     CHECK(to_string(m) == "tensor([False,  True,  True], shape=[3], dtype=bool)");
-    const Tensor g = golden("mask");
+    const Tensor g = golden("tensor_math", "mask");
     CHECK(g.dtype() == DType::b8);
     const auto p = std::filesystem::temp_directory_path() / "tg_tensor_math_mask.npy";
     write_npy(p.string(), g);
@@ -128,7 +124,7 @@ TEST_CASE("bool dtype: conversions, printing, npy", "[tensor-math]") {
 }
 
 TEST_CASE("element-wise functions against PyTorch", "[tensor-math]") {
-    const Tensor u = golden("u");
+    const Tensor u = golden("tensor_math", "u");
     check_golden("u_abs", tg::abs(u));
     check_golden("u_neg", neg(u));
     check_golden("u_relu", relu(u));
@@ -148,8 +144,8 @@ TEST_CASE("element-wise functions against PyTorch", "[tensor-math]") {
 }
 
 TEST_CASE("arithmetic, comparisons and masks against PyTorch", "[tensor-math]") {
-    const Tensor a = golden("a"), b = golden("b"), ia = golden("ia"), ib = golden("ib");
-    const Tensor mask = golden("mask"), mask1 = golden("mask1");
+    const Tensor a = golden("tensor_math", "a"), b = golden("tensor_math", "b"), ia = golden("tensor_math", "ia"), ib = golden("tensor_math", "ib");
+    const Tensor mask = golden("tensor_math", "mask"), mask1 = golden("tensor_math", "mask1");
     check_golden("add_ab", a + b);
     check_golden("sub_ab", a - b);
     check_golden("mul_ab", a * b);

@@ -37,7 +37,7 @@ struct Teams {
     }
 };
 
-struct Run {
+struct TrainRun {
     std::vector<double> losses;
     std::vector<std::pair<std::string, std::vector<double>>> weights;  // state_dict order
 };
@@ -45,7 +45,7 @@ struct Run {
 // Builds a 2-D convolutional autoencoder from `seed` (its weights and its data from its own
 // Generator, made this thread's default by a GeneratorScope), trains it for a few Adam steps
 // and returns every loss and the final weights.
-Run train(std::uint64_t seed, DType dtype) {
+TrainRun train(std::uint64_t seed, DType dtype) {
     Generator gen(seed);
     GeneratorScope scope(gen);
     nn::Sequential net{nn::Conv(2, 6, nn::ConvOptions{3, 3}.stride(2).padding(1).dtype(dtype)),  //
@@ -54,7 +54,7 @@ Run train(std::uint64_t seed, DType dtype) {
     const ag::Variable x = ag::constant(randn({3, 2, 12, 12}, dtype, gen));
     const ag::Variable target = ag::constant(randn({3, 2, 12, 12}, dtype, gen));
     nn::Adam opt(net.parameters(), 0.01);
-    Run r;
+    TrainRun r;
     for (int step = 0; step < 3; ++step) {
         opt.zero_grad();
         ag::Variable loss = ag::mse_loss(net(x), target);
@@ -67,8 +67,8 @@ Run train(std::uint64_t seed, DType dtype) {
 }
 
 // Runs train(seeds[i], dtypes[i]) on one thread each, all at once.
-std::vector<Run> train_concurrently(const std::vector<std::uint64_t>& seeds, const std::vector<DType>& dtypes) {
-    std::vector<Run> runs(seeds.size());
+std::vector<TrainRun> train_concurrently(const std::vector<std::uint64_t>& seeds, const std::vector<DType>& dtypes) {
+    std::vector<TrainRun> runs(seeds.size());
     std::vector<std::exception_ptr> errors(seeds.size());
     std::vector<std::thread> threads;
     for (std::size_t i = 0; i < seeds.size(); ++i)
@@ -85,7 +85,7 @@ std::vector<Run> train_concurrently(const std::vector<std::uint64_t>& seeds, con
     return runs;
 }
 
-void check_same(const Run& got, const Run& want) {
+void check_same(const TrainRun& got, const TrainRun& want) {
     CHECK(got.losses == want.losses);  // bit for bit
     REQUIRE(got.weights.size() == want.weights.size());
     for (std::size_t i = 0; i < want.weights.size(); ++i) {
@@ -101,12 +101,12 @@ TEST_CASE("two threads training their own models with thread teams match serial 
     const Teams teams;
     for (const DType dtype : {DType::f32, DType::f64}) {  // f32: tapegrad's GEMM; f64: OpenBLAS
         INFO("dtype " << dtype_name(dtype));
-        const Run serial_a = train(11, dtype), serial_b = train(12, dtype);
+        const TrainRun serial_a = train(11, dtype), serial_b = train(12, dtype);
         REQUIRE(serial_a.losses != serial_b.losses);  // different models and data
         CHECK(serial_a.losses.back() < serial_a.losses.front());  // it trains
 
         const std::uint64_t teams_before = teams_started();
-        const std::vector<Run> both = train_concurrently({11, 12}, {dtype, dtype});
+        const std::vector<TrainRun> both = train_concurrently({11, 12}, {dtype, dtype});
         CHECK(teams_started() > teams_before);  // the kernels ran in teams of two
         check_same(both[0], serial_a);
         check_same(both[1], serial_b);
@@ -115,9 +115,9 @@ TEST_CASE("two threads training their own models with thread teams match serial 
 
 TEST_CASE("threads training f32 and f64 models at once with thread teams match serial runs", "[threads]") {
     const Teams teams;
-    const Run serial_f32 = train(21, DType::f32), serial_f64 = train(21, DType::f64);
+    const TrainRun serial_f32 = train(21, DType::f32), serial_f64 = train(21, DType::f64);
     const std::uint64_t teams_before = teams_started();
-    const std::vector<Run> both = train_concurrently({21, 21}, {DType::f32, DType::f64});
+    const std::vector<TrainRun> both = train_concurrently({21, 21}, {DType::f32, DType::f64});
     CHECK(teams_started() > teams_before);
     check_same(both[0], serial_f32);
     check_same(both[1], serial_f64);

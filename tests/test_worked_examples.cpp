@@ -28,13 +28,13 @@ Tensor shape_input(const IntList& v) {
     return Tensor::from({static_cast<std::int64_t>(v.size())}, d, DType::i64);
 }
 
-struct Run {
+struct ResolvedRun {
     ResolvedOp op;
     Tensor result;
 };
 
-Run run(const std::string& opset, const std::string& op, const Attrs& attrs, const std::vector<Tensor>& inputs) {
-    Run r{resolve_op(opset, op, attrs, inputs), Tensor()};
+ResolvedRun run(const std::string& opset, const std::string& op, const Attrs& attrs, const std::vector<Tensor>& inputs) {
+    ResolvedRun r{resolve_op(opset, op, attrs, inputs), Tensor()};
     r.result = run_op(r.op, inputs);
     CHECK(r.result.shape() == r.op.result_shape);
     return r;
@@ -59,7 +59,7 @@ std::string key_of(const std::string& opset, const std::string& op, const Attrs&
 TEST_CASE("OPS.md Example 1: OV ConvolutionBackpropData, stride 2, asymmetric pads, output_padding", "[ov]") {
     const std::vector<Tensor> in{ex12_data(), ex12_filter()};
     SECTION("the full result, L = 7") {
-        const Run r = run("openvino", "ConvolutionBackpropData", {{"strides", IntList{2}}, {"dilations", IntList{1}}}, in);
+        const ResolvedRun r = run("openvino", "ConvolutionBackpropData", {{"strides", IntList{2}}, {"dilations", IntList{1}}}, in);
         CHECK(r.op.axes[0].L == 7);
         check_values(r.result, {1, 1, 7}, {1, 2, 5, 4, 9, 6, 9});
     }
@@ -72,7 +72,7 @@ TEST_CASE("OPS.md Example 1: OV ConvolutionBackpropData, stride 2, asymmetric pa
         const Attrs attrs{{"strides", IntList{2}},         {"dilations", IntList{1}},
                           {"pads_begin", IntList{row.pb}}, {"pads_end", IntList{row.pe}},
                           {"output_padding", IntList{row.op}}, {"auto_pad", std::string("explicit")}};
-        const Run r = run("openvino", "ConvolutionBackpropData", attrs, in);
+        const ResolvedRun r = run("openvino", "ConvolutionBackpropData", attrs, in);
         check_values(r.result, {1, 1, static_cast<std::int64_t>(row.want.size())}, row.want);
         CHECK(r.op.axes[0].pb == row.pb);
     }
@@ -106,14 +106,14 @@ TEST_CASE("OPS.md Example 2: output_shape with an odd total padding, OpenVINO ro
         // pads_end 4 is deliberately inconsistent: with output_shape it must be ignored.
         const Attrs attrs{{"strides", IntList{2}}, {"auto_pad", row.auto_pad}, {"pads_begin", IntList{1}},
                           {"pads_end", IntList{4}}};
-        const Run r = run("openvino", "ConvolutionBackpropData", attrs,
+        const ResolvedRun r = run("openvino", "ConvolutionBackpropData", attrs,
                           {ex12_data(), ex12_filter(), shape_input({row.out})});
         CHECK(r.op.axes[0].pb == row.pb);
         check_values(r.result, {1, 1, row.out}, row.want);
     }
     SECTION("the same rows through GroupConvolutionBackpropData with G = 1") {
         const Attrs attrs{{"strides", IntList{2}}, {"auto_pad", std::string("SAME_UPPER")}};
-        const Run r = run("openvino", "GroupConvolutionBackpropData", attrs,
+        const ResolvedRun r = run("openvino", "GroupConvolutionBackpropData", attrs,
                           {ex12_data(), Tensor::from({1, 1, 1, 3}, {1, 2, 3}, DType::f64), shape_input({6})});
         check_values(r.result, {1, 1, 6}, {2, 5, 4, 9, 6, 9});
     }
@@ -140,13 +140,13 @@ TEST_CASE("OPS.md Example 2: oneDNN ConvolutionBackpropData rows (Rule T-CBD)", 
             attrs["pads_end"] = row.pads_end;
         }
         INFO(row.auto_pad << ", output_shape given as an input");
-        const Run r = run("onednn", "ConvolutionBackpropData", attrs,
+        const ResolvedRun r = run("onednn", "ConvolutionBackpropData", attrs,
                           {ex12_data(), ex12_filter(), shape_input({1, 1, 6})});
         CHECK(r.op.axes[0].pb == row.pb);
         check_values(r.result, {1, 1, 6}, row.want);
         INFO(row.auto_pad << ", output_shape given as an attribute");
         attrs["output_shape"] = IntList{1, 1, 6};
-        const Run r2 = run("onednn", "ConvolutionBackpropData", attrs, {ex12_data(), ex12_filter()});
+        const ResolvedRun r2 = run("onednn", "ConvolutionBackpropData", attrs, {ex12_data(), ex12_filter()});
         check_values(r2.result, {1, 1, 6}, row.want);
     }
     SECTION("valid: floor((6-3)/2) + 1 = 2 != 3 is an error naming output_shape") {
@@ -174,12 +174,12 @@ TEST_CASE("OPS.md Example 3: Convolution with SAME and an odd total, gradients, 
         upper["auto_pad"] = std::string("same_upper");
         lower["auto_pad"] = std::string("same_lower");
 
-        const Run ru = run(c.opset, "Convolution", upper, in);
+        const ResolvedRun ru = run(c.opset, "Convolution", upper, in);
         CHECK(ru.op.axes[0].pb == 0);
         CHECK(ru.op.axes[0].pe == 1);
         check_values(ru.result, {1, 1, 2}, {-2, 3});
 
-        const Run rl = run(c.opset, "Convolution", lower, in);
+        const ResolvedRun rl = run(c.opset, "Convolution", lower, in);
         CHECK(rl.op.axes[0].pb == 1);
         CHECK(rl.op.axes[0].pe == 0);
         check_values(rl.result, {1, 1, 2}, {-2, -2});
@@ -196,27 +196,27 @@ TEST_CASE("OPS.md Example 3: Convolution with SAME and an odd total, gradients, 
         Attrs a = ncx_oix;
         a["pads_begin"] = IntList{0};
         a["pads_end"] = IntList{1};
-        const Run r = run("onednn", "ConvolutionBackpropData", a, {dd, ex3_weights(), shape_input({1, 1, 4})});
+        const ResolvedRun r = run("onednn", "ConvolutionBackpropData", a, {dd, ex3_weights(), shape_input({1, 1, 4})});
         CHECK(r.op.axes[0].pb == 0);
         check_values(r.result, {1, 1, 4}, {1, 0, 0, 0});
     }
     SECTION("oneDNN ConvolutionBackpropData, same_upper, output_shape [1,1,4]") {
         Attrs a = ncx_oix;
         a["auto_pad"] = std::string("same_upper");
-        const Run r = run("onednn", "ConvolutionBackpropData", a, {dd, ex3_weights(), shape_input({1, 1, 4})});
+        const ResolvedRun r = run("onednn", "ConvolutionBackpropData", a, {dd, ex3_weights(), shape_input({1, 1, 4})});
         CHECK(r.op.axes[0].pb == 0);
         CHECK(r.op.axes[0].pe == 1);
         check_values(r.result, {1, 1, 4}, {1, 0, 0, 0});
     }
     SECTION("OV ConvolutionBackpropData, same_upper, output_shape [4]: pb = 1, not the gradient (D1)") {
-        const Run r = run("openvino", "ConvolutionBackpropData",
+        const ResolvedRun r = run("openvino", "ConvolutionBackpropData",
                           {{"strides", IntList{2}}, {"auto_pad", std::string("same_upper")}},
                           {dd, ex3_weights(), shape_input({4})});
         CHECK(r.op.axes[0].pb == 1);
         check_values(r.result, {1, 1, 4}, {0, 0, 0, -1});
     }
     SECTION("OV ConvolutionBackpropData, same_lower, output_shape [4]") {
-        const Run r = run("openvino", "ConvolutionBackpropData",
+        const ResolvedRun r = run("openvino", "ConvolutionBackpropData",
                           {{"strides", IntList{2}}, {"auto_pad", std::string("same_lower")}},
                           {dd, ex3_weights(), shape_input({4})});
         CHECK(r.op.axes[0].pb == 0);
@@ -239,7 +239,7 @@ TEST_CASE("OPS.md Example 4: oneDNN ConvTranspose NXC groups 2 and its adjoint o
     SECTION("ConvTranspose, IOX and XOI (the default)") {
         Attrs a = nxc_g2;
         a["weights_format"] = std::string("IOX");
-        const Run r = run("onednn", "ConvTranspose", a, {src, iox});
+        const ResolvedRun r = run("onednn", "ConvTranspose", a, {src, iox});
         check_values(r.result, {1, 3, 2}, dst);
         Attrs d = nxc_g2;
         d.erase("data_format");  // NXC is the default too
@@ -274,7 +274,7 @@ TEST_CASE("OPS.md Example 5: OV GroupConvolutionBackpropData, G = 2, stride 2", 
     const Tensor data = Tensor::from({1, 2, 2}, {1, 2, 3, 4}, DType::f64);
     // F[0,0] = [[1,1],[1,-1]], F[1,0] = [[2,0],[0,1]].
     const Tensor filter = Tensor::from({2, 1, 2, 2}, {1, 1, 1, -1, 2, 0, 0, 1}, DType::f64);
-    const Run r = run("openvino", "GroupConvolutionBackpropData",
+    const ResolvedRun r = run("openvino", "GroupConvolutionBackpropData",
                       {{"strides", IntList{2}}, {"pads_begin", IntList{0}}, {"pads_end", IntList{0}}}, {data, filter});
     CHECK(r.op.geom.G == 2);
     check_values(r.result, {1, 4, 4}, {1, 1, 2, 2, 1, -1, 2, -2, 6, 0, 8, 0, 0, 3, 0, 4});
@@ -286,7 +286,7 @@ TEST_CASE("worked examples in f32, f16 and bf16 give the same small integers", "
         INFO(dtype_name(dt));
         const std::vector<Tensor> in{Tensor::from({1, 2, 2}, {1, 2, 3, 4}, dt),
                                      Tensor::from({2, 1, 2, 2}, {1, 1, 1, -1, 2, 0, 0, 1}, dt)};
-        const Run r = run("openvino", "GroupConvolutionBackpropData", {{"strides", IntList{2}}}, in);
+        const ResolvedRun r = run("openvino", "GroupConvolutionBackpropData", {{"strides", IntList{2}}}, in);
         CHECK(r.result.dtype() == dt);
         check_values(r.result, {1, 4, 4}, {1, 1, 2, 2, 1, -1, 2, -2, 6, 0, 8, 0, 0, 3, 0, 4});
     }
