@@ -245,7 +245,7 @@ TEST_CASE("contiguous() of permuted, sliced and transposed views equals reading 
 }
 
 TEST_CASE("matmul writes every element of its result, into reused storage too", "[tensor-index][matmul]") {
-    // Freed storage of 1 MiB and more is reused, and matmul's result is not zeroed first
+    // Freed storage of 64 KiB and more is reused, and matmul's result is not zeroed first
     // (the GEMM writes it with beta 0): fill a buffer of the result's size with NaN, free
     // it, then every element must come out of the sum (hand-computed: a·b with a = 1 and
     // small integers in b, so that every sum is exact in f32).

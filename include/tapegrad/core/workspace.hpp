@@ -44,7 +44,7 @@ namespace detail {
 void* workspace_alloc(std::size_t bytes, std::size_t& cap);
 void workspace_free(void* p, std::size_t cap) noexcept;
 // Tensor storage (tapegrad/core/tensor.hpp): the same blocks, not counted as workspace; freed blocks
-// of 1 MiB and more are kept (at most 8, 512 MiB) for the next tensor of about their size.
+// of 64 KiB and more are kept (at most 64 blocks, 512 MiB) for the next tensor of about their size.
 void* storage_alloc(std::size_t bytes, std::size_t& cap);
 void storage_free(void* p, std::size_t cap) noexcept;
 }  // namespace detail
