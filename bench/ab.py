@@ -75,7 +75,12 @@ def run(exe, env, a, name):
 
 def main():
     a = parse_args()
-    sides = [(a.a, environment(a.env_a, "--env-a")), (a.b or a.a, environment(a.env_b, "--env-b"))]
+    exes = []
+    for flag, exe in (("--a", a.a), ("--b", a.b or a.a)):
+        if not (os.path.isfile(exe) and os.access(exe, os.X_OK)):
+            sys.exit(f"error: {flag} '{exe}' is not an executable file")
+        exes.append(os.path.abspath(exe))
+    sides = [(exes[0], environment(a.env_a, "--env-a")), (exes[1], environment(a.env_b, "--env-b"))]
     names = a.only or shape_names(a.shapes)
     times = {}  # (shape, op) -> ([A ms], [B ms])
     for name in names:

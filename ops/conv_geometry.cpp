@@ -177,6 +177,22 @@ double ConvGeometry::taps_reach() const {
     return least;
 }
 
+double ConvGeometry::taps_in_bounds() const {
+    double share = 1;
+    for (std::size_t a = 0; a < kernel.size(); ++a) {
+        // Tap k reads i = o·s + v (v = k·d − pb), inside [0, X) for o in [⌈−v/s⌉, ⌊(X − 1 − v)/s⌋].
+        const std::int64_t s = stride[a], X = in_size[a], Y = out_size[a];
+        std::int64_t inside = 0;
+        for (std::int64_t k = 0; k < kernel[a]; ++k) {
+            const std::int64_t v = k * dilation[a] - pad_begin[a];
+            const std::int64_t lo = std::max<std::int64_t>(0, ceil_div(-v, s)), hi = std::min(Y - 1, floor_div(X - 1 - v, s));
+            inside += std::max<std::int64_t>(0, hi - lo + 1);
+        }
+        share *= static_cast<double>(inside) / (static_cast<double>(Y) * static_cast<double>(kernel[a]));
+    }
+    return share;
+}
+
 bool ConvGeometry::taps_cover() const {
     if (!taps_disjoint()) return false;
     for (std::size_t a = 0; a < kernel.size(); ++a) {

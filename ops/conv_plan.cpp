@@ -161,7 +161,12 @@ bool rows_grad_first(ConvKind kind, int team) {
 //   image has fewer than kRowsSmallImage positions (k4 s3 on 4 × 4 images 0.48-0.54, on
 //   16 × 16 and 32 × 32 ones 1.04-1.24);
 // - the forward call on 2-D and 3-D layers with a tap block under kRowsTapBytes (0.59-0.97;
-//   1-D layers lost, 1.13-1.22, and 128 × 64 blocks at AVX2, 1.04-1.18).
+//   1-D layers lost, 1.13-1.22, and 128 × 64 blocks at AVX2, 1.04-1.18); with fewer than
+//   kRowsMinChannels reduction channels only on 3-D layers where at most kRowsForwardInBounds
+//   of the taps land inside the image (ConvGeometry::taps_in_bounds): on 11 such layers (1-12
+//   reduction channels, 24-128 result channels, k2-k5 s2-s3 on 4³-12³ grids) 0.34-0.93 of
+//   the GEMM path's time at 1 and 2 threads and at AVX2 (one layer of 0.84 in bounds
+//   0.92-1.10), where a 3-D layer without padding lost 1.07-1.8 and 2-D layers 1.01-1.24.
 // Disjoint taps at a last-axis stride of at most 2 on images of kRowsSmallImage positions or
 // more (k2 s2): the transposed call never (the GEMM path's col2im is one copy or interleave
 // there: it won 1.1-2.4×; at stride 3 its scatter is element by element), the forward call
@@ -190,7 +195,13 @@ bool rows_fits(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, Tra
     if (Cd > max_result || tap_bytes > kRowsTapBytes) return false;
     const bool padded = 4 * Cd <= 3 * cp;
     if (kind == ConvKind::WeightGrad) return rows_grad_fits(g, Cr, Cd, padded, team);
-    return std::min(Cr, Cd) >= kRowsMinChannels && !padded;
+    if (Cd < kRowsMinChannels || padded) return false;
+    // A 3-D forward call with fewer reduction channels where a tenth of the taps or more land
+    // in padding: the GEMM path multiplies the padding's zeros and copies short runs of small
+    // grids into its columns, the rows skip both.
+    if (kind == ConvKind::Forward && Cr < kRowsMinChannels)
+        return g.D() == 3 && g.taps_in_bounds() <= kRowsForwardInBounds;
+    return Cr >= kRowsMinChannels;
 }
 
 // Columns per tile: buffers of about a core's L2 per thread (tiles do not grow with N, so

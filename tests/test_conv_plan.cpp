@@ -359,6 +359,23 @@ TEST_CASE("conv plan: the channel-row rule", "[conv_plan]") {
                                                          .kernel = {2, 2}, .stride = {2, 2}}))
               .strategy != ConvStrategy::Rows);
     CHECK(plan(ConvKind::WeightGrad, conv2d(16, 80, 128, 32, 4)).strategy != ConvStrategy::Rows);  // 80 · 128 floats: 40 KiB
+    // Fewer than kRowsMinChannels reduction channels: a forward call takes the channel rows
+    // only on 3-D layers with at most kRowsForwardInBounds of the taps in the image. 8 -> 64
+    // channels, k5 s2 p2 from 7³ to 4³: on each axis result position o reads 2o + k − 2 for
+    // k < 5, inside [0, 7) for 3, 5, 5, 3 of the taps of o = 0..3, 16 of 20; 0.8³ = 0.512:
+    // in. Without padding (k3 s2 p0 from 9³ to 4³, all inside): out; the same padded layer in
+    // 2-D (0.8² = 0.64): out.
+    const ConvGeometry few3d = ConvGeometry::forward({.N = 4, .C_in = 8, .C_out = 64, .in_size = {7, 7, 7},
+                                                      .kernel = {5, 5, 5}, .stride = {2, 2, 2},
+                                                      .pads_begin = {2, 2, 2}, .pads_end = {2, 2, 2}});
+    CHECK(few3d.taps_in_bounds() == Approx(0.512));
+    CHECK(plan(ConvKind::Forward, few3d).strategy == ConvStrategy::Rows);
+    CHECK(plan(ConvKind::Forward, ConvGeometry::forward({.N = 4, .C_in = 8, .C_out = 64, .in_size = {9, 9, 9},
+                                                         .kernel = {3, 3, 3}, .stride = {2, 2, 2}}))
+              .strategy != ConvStrategy::Rows);
+    CHECK(plan(ConvKind::Forward, ConvGeometry::forward({.N = 4, .C_in = 8, .C_out = 64, .in_size = {7, 7}, .kernel = {5, 5},
+                                                         .stride = {2, 2}, .pads_begin = {2, 2}, .pads_end = {2, 2}}))
+              .strategy != ConvStrategy::Rows);
     CHECK(plan(ConvKind::Transposed, g3, SmallConv::Auto, 8).strategy != ConvStrategy::Rows);
     // The transposed call by its taps per result position (∏K / ∏s) and disjoint taps (a
     // forward geometry with C_in result and C_out reduction channels of the transposed call):

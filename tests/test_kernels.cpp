@@ -565,6 +565,10 @@ TEST_CASE("the channel-row kernels match the reference at every instruction set,
                           {"2d groups3 8 -> 24 dil2", 1, 3, 8, 24, {{8, 3, 1, 2, 2, 2}, {7, 3, 1, 2, 2, 2}}},
                           {"3d 16 -> 17 channels stride2", 1, 1, 16, 17,
                            {{4, 4, 2, 1, 1, 1}, {3, 3, 2, 1, 1, 0, 1}, {6, 4, 2, 1, 1, 1}}},
+                          // A forward call of 3 reduction channels on padded 3-D grids (the
+                          // plan's rows for few sums: most of each tap's rows are padding).
+                          {"3d 20 -> 3 channels k5 stride2 pad2", 2, 1, 20, 3,
+                           {{4, 5, 2, 1, 2, 2}, {3, 5, 2, 1, 2, 2}, {4, 3, 2, 1, 1, 1}}},
                           // The weight gradient's runs of taps (6 i-side channels × 4 taps a
                           // pair: 24 rows of sums, 20 result channels in a vector and a part).
                           {"1d 6 -> 20 channels k4", 1, 1, 6, 20, {{25, 4, 1, 1, 1, 2}}}},

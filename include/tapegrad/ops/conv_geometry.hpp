@@ -97,6 +97,10 @@ struct ConvGeometry {
     // K of them distinct: min(K, s/gcd) residues (no table of s entries: a stride may be near
     // 2^62).
     double taps_reach() const;
+    // The share of (o-side position, tap) pairs whose i-side position o·s + k·d − pb lies in
+    // the image: 1 without padding; what an im2col's columns hold besides padding zeros (a
+    // 3-D k5 s2 p2 layer on 4 × 4 × 4 o-side grids: 0.51). A product over the axes.
+    double taps_in_bounds() const;
     // Checks internal consistency (every size ≥ 1 except N ≥ 0, equal lengths), that
     // out_size follows the rule above from in_size and the pads, and that every index the
     // kernels form fits int64. The constructors call it; `op` prefixes its messages.
