@@ -163,10 +163,11 @@ bool rows_grad_first(ConvKind kind, int team) {
 // - the forward call on 2-D and 3-D layers with a tap block under kRowsTapBytes (0.59-0.97;
 //   1-D layers lost, 1.13-1.22, and 128 × 64 blocks at AVX2, 1.04-1.18); with fewer than
 //   kRowsMinChannels reduction channels only on 3-D layers where at most kRowsForwardInBounds
-//   of the taps land inside the image (ConvGeometry::taps_in_bounds): on 11 such layers (1-12
-//   reduction channels, 24-128 result channels, k2-k5 s2-s3 on 4³-12³ grids) 0.34-0.93 of
-//   the GEMM path's time at 1 and 2 threads and at AVX2 (one layer of 0.84 in bounds
-//   0.92-1.10), where a 3-D layer without padding lost 1.07-1.8 and 2-D layers 1.01-1.24.
+//   of the taps land inside the image (ConvGeometry::taps_in_bounds): on 9 such layers (3-12
+//   reduction channels, 32-128 result channels, k3-k5 s2-s3 on 4³-12³ grids) 0.34-0.83 of
+//   the GEMM path's time at 1 thread, 0.43-0.84 at 2, 0.42-0.72 at AVX2, and one of 0.84 in
+//   bounds 0.93, 1.10 and 0.94; a 3-D layer without padding lost 1.08-1.83, 2-D layers
+//   1.01-1.24 (one won, 0.80).
 // Disjoint taps at a last-axis stride of at most 2 on images of kRowsSmallImage positions or
 // more (k2 s2): the transposed call never (the GEMM path's col2im is one copy or interleave
 // there: it won 1.1-2.4×; at stride 3 its scatter is element by element), the forward call
