@@ -20,32 +20,17 @@ namespace tg::onednn_test {
 using IntList = std::vector<std::int64_t>;
 
 
-inline Tensor random_tensor(const Shape& shape, std::mt19937_64& rng, DType dt = DType::f64) {
-    std::uniform_real_distribution<double> u(-1.0, 1.0);
-    std::vector<double> v(static_cast<std::size_t>(shape_numel(shape)));
-    for (double& e : v) e = u(rng);
-    return Tensor::from(shape, v, DType::f64).to(dt);
-}
 
-inline Tensor abs_tensor(const Tensor& t) {
-    std::vector<double> v = t.values();
-    for (double& e : v) e = std::fabs(e);
-    return Tensor::from(t.shape(), v, DType::f64);
-}
 
 inline Tensor shape_input(const IntList& v) {
     return Tensor::from({static_cast<std::int64_t>(v.size())}, std::vector<double>(v.begin(), v.end()), DType::i64);
 }
 
-inline double dot(const Tensor& a, const Tensor& b) {
-    const std::vector<double> x = a.values(), y = b.values();
-    REQUIRE(x.size() == y.size());
-    double s = 0;
-    for (std::size_t i = 0; i < x.size(); ++i) s += x[i] * y[i];
-    return s;
-}
 
+using testing::abs_tensor;
+using testing::dot;
 using testing::max_abs_diff;
+using testing::random_tensor;
 
 inline const char* layout_name(Layout l) { return l == Layout::NCX ? "NCX" : "NXC"; }
 

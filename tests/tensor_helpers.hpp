@@ -2,8 +2,9 @@
 // compare whole tensors (the PyTorch goldens, the fused kernels against their compositions):
 // max |a − e| ≤ tol·(1 + max|e|), element-wise in the worst case, with the worst difference
 // in the message; the largest difference itself; bit equality, for the fused ops that
-// promise the bits of their compositions; random f64 tensors; the values of a tensor or
-// variable; and reading one of the goldens (tests/golden/).
+// promise the bits of their compositions; random tensors (from a std::mt19937_64 or a
+// tg::Generator seed), absolute values and dot products; the values of a tensor or variable;
+// and reading one of the goldens (tests/golden/).
 #pragma once
 #include <catch2/catch.hpp>
 
@@ -11,6 +12,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -50,6 +52,29 @@ inline bool same_bits(const Tensor& a, const Tensor& b) {
     if (a.dtype() != b.dtype() || a.shape() != b.shape()) return false;
     const Tensor ac = a.contiguous(), bc = b.contiguous();
     return std::memcmp(ac.raw_data(), bc.raw_data(), static_cast<std::size_t>(ac.numel()) * dtype_size(ac.dtype())) == 0;
+}
+
+// Values uniform in [-1, 1) from `rng` (std::uniform_real_distribution, in order), as f64
+// rounded to `dt`; their absolute values; the sum of the elementwise products.
+inline Tensor random_tensor(const Shape& shape, std::mt19937_64& rng, DType dt = DType::f64) {
+    std::uniform_real_distribution<double> u(-1.0, 1.0);
+    std::vector<double> v(static_cast<std::size_t>(shape_numel(shape)));
+    for (double& e : v) e = u(rng);
+    return Tensor::from(shape, v, DType::f64).to(dt);
+}
+
+inline Tensor abs_tensor(const Tensor& t) {
+    std::vector<double> v = t.values();
+    for (double& e : v) e = std::fabs(e);
+    return Tensor::from(t.shape(), v, DType::f64);
+}
+
+inline double dot(const Tensor& a, const Tensor& b) {
+    const std::vector<double> x = a.values(), y = b.values();
+    REQUIRE(x.size() == y.size());
+    double s = 0;
+    for (std::size_t i = 0; i < x.size(); ++i) s += x[i] * y[i];
+    return s;
 }
 
 // f64 values uniform in [lo, hi] (tg::Generator seeded with `seed`), each pushed `gap`

@@ -37,10 +37,7 @@ constexpr std::int64_t kMaxElements2 = 12;
 
 Tensor random_tensor(const Shape& s, std::uint64_t seed, DType dt = DType::f64) {
     std::mt19937_64 rng(seed);
-    std::uniform_real_distribution<double> u(-1, 1);
-    std::vector<double> v(static_cast<std::size_t>(shape_numel(s)));
-    for (double& x : v) x = u(rng);
-    return Tensor::from(s, v, dt);
+    return testing::random_tensor(s, rng, dt);
 }
 
 

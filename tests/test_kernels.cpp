@@ -25,6 +25,7 @@
 #include "tapegrad/ops/im2col.hpp"
 #include "tapegrad/ops/vec.hpp"
 #include "conv_table.hpp"
+#include "tensor_helpers.hpp"
 
 using namespace tg;
 using tg::testing::ConvConfig;
@@ -35,6 +36,9 @@ using tg::testing::conv_paths;
 using tg::testing::path_name;
 using tg::testing::forward_geometry;
 using tg::testing::transposed_geometry;
+using tg::testing::abs_tensor;
+using tg::testing::dot;
+using tg::testing::random_tensor;
 
 namespace {
 
@@ -47,29 +51,8 @@ struct TeamGuard {
     }
 };
 
-Tensor random_tensor(const Shape& shape, std::mt19937_64& rng) {
-    std::uniform_real_distribution<double> u(-1.0, 1.0);
-    std::vector<double> v(static_cast<std::size_t>(shape_numel(shape)));
-    for (double& e : v) e = u(rng);
-    return Tensor::from(shape, v, DType::f64);
-}
-
-Tensor abs_tensor(const Tensor& t) {
-    std::vector<double> v = t.values();
-    for (double& e : v) e = std::fabs(e);
-    return Tensor::from(t.shape(), v, DType::f64);
-}
-
 // Round to `dt` and back to f64: the exact values a kernel of that dtype sees.
 Tensor rounded(const Tensor& t, DType dt) { return t.to(dt).to(DType::f64); }
-
-double dot(const Tensor& a, const Tensor& b) {
-    const std::vector<double> x = a.values(), y = b.values();
-    REQUIRE(x.size() == y.size());
-    double s = 0;
-    for (std::size_t i = 0; i < x.size(); ++i) s += x[i] * y[i];
-    return s;
-}
 
 // Elements with |got − want| > factor·scale + tiny.
 std::size_t out_of_tolerance(const Tensor& got, const Tensor& want, const Tensor& scale, double factor) {

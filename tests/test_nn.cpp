@@ -29,7 +29,6 @@ Tensor randn(const Shape& s, std::uint32_t seed, DType dt = DType::f64) {
     return Tensor::from(s, v, dt);
 }
 
-
 // Sum of every output element times a fixed random weight: a scalar whose gradient
 // exercises every output.
 ag::Variable probe(const ag::Variable& y, std::uint32_t seed) {

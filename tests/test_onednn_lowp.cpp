@@ -61,7 +61,6 @@ std::vector<Tensor> converted(const std::vector<Tensor>& in, DType dt) {
     return out;
 }
 
-
 std::size_t count_different(const Tensor& a, const Tensor& b) {
     const V x = a.values(), y = b.values();
     std::size_t n = 0;
