@@ -1,2 +1,4 @@
-#define CATCH_CONFIG_MAIN
-#include <catch2/catch.hpp>
+// tapegrad_tests' main: Catch2's session over every test case linked in.
+#include "catch/session.hpp"
+
+int main(int argc, char** argv) { return tg::testing::run_catch_session(argc, argv); }

@@ -2,6 +2,7 @@
 // temporary directory that cleans up after itself, byte-level file writing, and running
 // the tapegrad binary with its exit code and stderr captured.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
@@ -113,6 +114,9 @@ inline CommandResult run_program(const std::string& exe, const std::vector<std::
     r.err = read_text(err);
     return r;
 }
+
+// The number of lines of a program's output (its newlines).
+inline std::size_t count_lines(const std::string& s) { return static_cast<std::size_t>(std::count(s.begin(), s.end(), '\n')); }
 
 // Runs `tapegrad <args...>` (run_program on the command line built with the tests).
 inline CommandResult run_tapegrad(const std::vector<std::string>& args, const TempDir& scratch,

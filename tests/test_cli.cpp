@@ -133,8 +133,6 @@ CaseSpec with_grads(CaseSpec c, const Tensor& dy, json grad_inputs) {
     return c;
 }
 
-std::size_t count_lines(const std::string& s) { return static_cast<std::size_t>(std::count(s.begin(), s.end(), '\n')); }
-
 // Runs `tapegrad <command>` on the case and checks the error contract: exit 1, one
 // stderr line `error: ...` containing `must_name`, nothing on stdout, no file written.
 void expect_error(const std::string& label, const CaseSpec& c, const std::string& must_name,

@@ -22,8 +22,6 @@ std::vector<fs::path> case_dirs() {
     return out;
 }
 
-std::size_t count_lines(const std::string& s) { return static_cast<std::size_t>(std::count(s.begin(), s.end(), '\n')); }
-
 }  // namespace
 
 TEST_CASE("shipped worked-example cases give the hand-computed results", "[cli]") {

@@ -11,9 +11,8 @@ set(TAPEGRAD_MPI_ENV OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 O
     OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none)
 file(GLOB TAPEGRAD_DIST_TEST_SOURCES CONFIGURE_DEPENDS ${TG}/tests/dist/*.cpp)
 add_executable(tapegrad_dist_tests ${TAPEGRAD_DIST_TEST_SOURCES})
-target_link_libraries(tapegrad_dist_tests PRIVATE tapegrad_dist Catch2::Catch2)
-# At -O0, as tapegrad_tests: its main.cpp compiles Catch2's session, 27 s of CPU at -O3.
-target_compile_options(tapegrad_dist_tests PRIVATE -O0)
+target_link_libraries(tapegrad_dist_tests PRIVATE tapegrad_dist tapegrad_catch)
+target_compile_options(tapegrad_dist_tests PRIVATE -O0)  # as tapegrad_tests
 foreach(ranks 1 2)
   add_test(NAME dist.unit.np${ranks}
            COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${ranks} ${MPIEXEC_PREFLAGS}
