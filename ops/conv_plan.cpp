@@ -114,25 +114,25 @@ bool small_fits(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, Tr
 // are reduction channels × result vectors, so unlike the other two calls it needs no
 // reduction channels to speak of (a tile takes several taps' of them at once, see
 // rows_weight_grad), only whole vectors of result channels:
-// - at least kRowsMinChannels result channels unpadded, from fewer reduction channels at 1
-//   thread where a pair sums at least kRowsGradMinRows rows (reduction channels times the
-//   last axis' taps, which a pair takes at once at dilation 1): 16-64 from 3-8, 0.67-0.91 of
-//   the time of the kernels that had them, 0.38-0.64 on 3-D layers; the classifier's first
-//   layer, 16 from 1 with 3 taps, 1.25×. With kRowsMinChannels or more: 16-48 from 16,
-//   0.55-0.73 (the classifier's second layer 1.46 -> 0.92 ms). At 2 threads only from
-//   kRowsMinChannels: each of a team's pairs reads the whole chunk of gathered u, half of it
-//   gathered on the other core, and few reduction channels leave the sums too few to hide
-//   it (dcgan_g4 0.80 -> 0.97 ms, 2-D layers of 16-64 channels from 3-8 1.1-1.6×);
+// - at least kRowsMinChannels result channels unpadded, from fewer reduction channels where
+//   a pair sums at least kRowsGradMinRows rows (reduction channels times the last axis' taps,
+//   which a pair takes at once at dilation 1): 16-64 from 3-8, 0.67-0.91 of the time of the
+//   kernels that had them at 1 thread, 0.38-0.64 on 3-D layers; the classifier's first layer,
+//   16 from 1 with 3 taps, 1.25×. With kRowsMinChannels or more: 16-48 from 16, 0.55-0.73
+//   (the classifier's second layer 1.46 -> 0.92 ms). In a team, fewer reduction channels
+//   split the images between threads (rows_weight_grad): 17 layers of 16-128 result channels
+//   from 1-12, 1-D to 3-D, went from the small-channel kernels or the GEMM path to 0.29-0.89
+//   of their time at 2 threads (a team's grid of pairs had lost there, 1.1-1.6×);
 // - from kRowsGradManySums reduction channels or more, any kRowsMinChannels result channels
 //   (padded too: 24 from 48, 0.65-0.75), or kRowsGradMinResult where a stride leaves the other
 //   paths' weight gradients slow and the taps overlap (8-12 from 32-128, k3-k5 s2-s4:
 //   0.33-0.76 at 1 and 2 threads; at stride 1 they lost 1.1-1.6×, with disjoint taps
 //   1.2-2.5×).
-bool rows_grad_fits(const ConvGeometry& g, std::int64_t Cr, std::int64_t Cd, bool padded, int team) {
+bool rows_grad_fits(const ConvGeometry& g, std::int64_t Cr, std::int64_t Cd, bool padded) {
     if (Cr >= kRowsGradManySums)
         return Cd >= kRowsMinChannels || (Cd >= kRowsGradMinResult && strided(g) && !g.taps_disjoint());
     const std::int64_t tile_rows = rows_grad_takes_runs(g) ? Cr * g.kernel.back() : Cr;  // one pair's reduction rows
-    return Cd >= kRowsMinChannels && !padded && (Cr >= kRowsMinChannels || (team <= 1 && tile_rows >= kRowsGradMinRows));
+    return Cd >= kRowsMinChannels && !padded && (Cr >= kRowsMinChannels || tile_rows >= kRowsGradMinRows);
 }
 
 // Where both direct kernels fit a weight gradient, the channel rows' (0.44-0.86 of the
@@ -172,7 +172,7 @@ bool rows_grad_first(ConvKind kind, int team) {
 // more (k2 s2): the transposed call never (the GEMM path's col2im is one copy or interleave
 // there: it won 1.1-2.4×; at stride 3 its scatter is element by element), the forward call
 // not past kRowsMaxResult (k2 s2 lost 1.05-1.31). Measured in bench/RESULTS.md.
-bool rows_fits(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, TransposedAlgo algo, SmallConv mode, int team) {
+bool rows_fits(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, TransposedAlgo algo, SmallConv mode) {
     if (depthwise(g)) return false;
     if (kind == ConvKind::Transposed && algo != TransposedAlgo::Auto) return false;
     if (mode == SmallConv::Rows) return true;
@@ -195,7 +195,7 @@ bool rows_fits(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, Tra
     const std::int64_t max_result = wide ? kRowsMaxGradResult : kRowsMaxResult;
     if (Cd > max_result || tap_bytes > kRowsTapBytes) return false;
     const bool padded = 4 * Cd <= 3 * cp;
-    if (kind == ConvKind::WeightGrad) return rows_grad_fits(g, Cr, Cd, padded, team);
+    if (kind == ConvKind::WeightGrad) return rows_grad_fits(g, Cr, Cd, padded);
     if (Cd < kRowsMinChannels || padded) return false;
     // A 3-D forward call with fewer reduction channels where a tenth of the taps or more land
     // in padding: the GEMM path multiplies the padding's zeros and copies short runs of small
@@ -286,7 +286,7 @@ ConvPlan plan_conv(ConvKind kind, const ConvGeometry& g, int team, std::int64_t 
     // tiles short of sums or their rows of taps short: bench/RESULTS.md). The small-channel
     // kernels are also 2.2-2.4× the depthwise kernels' speed on NCX depthwise layers of some
     // size; the depthwise kernels keep NXC and the smallest.
-    const bool rows = rows_fits(kind, g, elem_bytes, algo, small, team);
+    const bool rows = rows_fits(kind, g, elem_bytes, algo, small);
     const bool rows_first = rows && (rows_grad_first(kind, team) || std::min(g.Ig, g.Og) >= kRowsOverSmall);
     if (small_fits(kind, g, elem_bytes, algo, small) && !rows_first) {
         p.strategy = ConvStrategy::Small;

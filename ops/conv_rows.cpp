@@ -390,10 +390,13 @@ bool rows_transposed(const ConvGeometry& g, const T* u, const T* w, T* r, int te
     return true;
 }
 
+namespace {
+
+// The weight gradient's sums over all g.N images by one team (its grid below), as one
+// [Cr][cp] block per (group, tap): dwt[g][k][i][o < cp], every element written.
 template <class T>
-bool rows_weight_grad(const ConvGeometry& g, const T* x, const T* u, T* dw, int team) {
+bool weight_grad_team(const ConvGeometry& g, const Rows& R, const T* x, const T* u, T* dwt, int team) {
     const simd_rows::Kernels<T>& k = rows_kernels<T>();
-    const Rows R(g, false, k.lanes);
     const std::int64_t N = g.N, G = R.G, L = R.D - 1;
     // Non-finite operands are found in the sums (every element of x and u that the GEMM path
     // multiplies, this kernel multiplies too, by x or the halo's zeros, but for u on rows
@@ -403,7 +406,7 @@ bool rows_weight_grad(const ConvGeometry& g, const T* x, const T* u, T* dw, int 
     const std::int64_t Ld = R.dst[static_cast<std::size_t>(L)], Ls = R.src[static_cast<std::size_t>(L)];
     const std::int64_t copy = R.copy_elems(), ucopy = R.dst_n * R.cp, block = R.Cr * R.cp;
     const std::int64_t chunk = chunk_images(R, N, ucopy, sizeof(T));
-    Buffer<T> rows(chunk * G * copy), dwt(G * R.Kn * block);
+    Buffer<T> rows(chunk * G * copy);
     // The team is a grid: blocks of groups × slices of their reduction channels × members
     // sharing a slice (each with a share of the block's (group, tap) pairs). Per chunk of
     // images, a slice's members copy its channels of x into a plane of its own
@@ -432,7 +435,7 @@ bool rows_weight_grad(const ConvGeometry& g, const T* x, const T* u, T* dw, int 
     Buffer<T> urows(chunk * G * ucopy), tmps(nt * sb * Ls * R.Cr);
     const Side xs{R.nxc, G, R.Cr, R.src_n}, us{R.nxc, G, R.Cd, R.dst_n};
     std::vector<unsigned char> finite(static_cast<std::size_t>(nt), 1);  // per thread: its sums are finite
-#pragma omp parallel num_threads(nt)
+#pragma omp parallel num_threads(nt) if (nt > 1)
     {
         // This thread's place: block blk of gb (groups [g0, g1)), its thread j of tpg; of
         // those, slice sl of cs (channels [c0, c1)) and member m of P (pairs [q0, q1)).
@@ -478,7 +481,7 @@ bool rows_weight_grad(const ConvGeometry& g, const T* x, const T* u, T* dw, int 
                         in.push_back(xp + ((ngl * R.src_rows + srow) * R.Lp + off) * w);
                         ur.push_back(urows.data() + ngl * ucopy + drow * Ld * R.cp);
                     }
-                T* d = dwt.data() + (gi * R.Kn + kt) * block + c0 * R.cp;
+                T* d = dwt + (gi * R.Kn + kt) * block + c0 * R.cp;
                 if (n0 == 0 && in.empty()) std::fill_n(d, nred * R.cp, T(0));
                 else if (!in.empty())
                     k.grad({Ld, static_cast<std::int64_t>(in.size()), nred, R.cp, in.data(), ur.data(), sp.in_step * w, d, n0 > 0});
@@ -490,7 +493,45 @@ bool rows_weight_grad(const ConvGeometry& g, const T* x, const T* u, T* dw, int 
     }
     // A sum that met an infinity or a NaN: the GEMM path, whose products with the padding's
     // zeros the reference never forms either but whose NaNs are the contract (conv_rows.hpp).
-    if (std::find(finite.begin(), finite.end(), 0) != finite.end()) return false;
+    return std::find(finite.begin(), finite.end(), 0) == finite.end();
+}
+
+}  // namespace
+
+template <class T>
+bool rows_weight_grad(const ConvGeometry& g, const T* x, const T* u, T* dw, int team) {
+    const Rows R(g, false, rows_kernels<T>().lanes);
+    const std::int64_t G = R.G, block = R.Cr * R.cp, dsize = G * R.Kn * block;
+    // Fewer than 16 reduction channels: the images in kRowsGradImageParts parts (as many as
+    // there are images, if fewer), each part's sums by one thread as a team of one would sum
+    // them, the parts then added in order. The parts depend on the geometry alone, so any team
+    // gives one thread's bits. (A team's grid of pairs reads every image's gathered u on both
+    // cores, and with few reduction channels too few sums hide it: dcgan_g4 at 2 threads took
+    // 0.88 ms by the grid, 0.71 at 1 thread.)
+    const std::int64_t parts = R.Cr < kRowsMinChannels ? std::min(g.N, kRowsGradImageParts) : 1;
+    Buffer<T> dwt(parts * dsize);
+    int nt = std::max(1, team);
+    if (parts == 1) {
+        if (!weight_grad_team(g, R, x, u, dwt.data(), nt)) return false;
+    } else {
+        const std::int64_t x_image = G * R.Cr * R.src_n, u_image = G * R.Cd * R.dst_n;
+        std::vector<unsigned char> done(static_cast<std::size_t>(parts), 1);
+        nt = static_cast<int>(std::min<std::int64_t>(nt, parts));
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+        for (std::int64_t pt = 0; pt < parts; ++pt) {
+            ConvGeometry gp = g;
+            const std::int64_t n0 = g.N * pt / parts;
+            gp.N = g.N * (pt + 1) / parts - n0;
+            done[static_cast<std::size_t>(pt)] =
+                weight_grad_team(gp, R, x + n0 * x_image, u + n0 * u_image, dwt.data() + pt * dsize, 1);
+        }
+        if (std::find(done.begin(), done.end(), 0) != done.end()) return false;
+        T* d0 = dwt.data();
+        for (std::int64_t pt = 1; pt < parts; ++pt) {
+            const T* dp = dwt.data() + pt * dsize;
+            for (std::int64_t e = 0; e < dsize; ++e) d0[e] += dp[e];
+        }
+    }
     // [g][k][i][o < cp] added into W's order [g][o][i][k].
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (std::int64_t go = 0; go < G * R.Cd; ++go) {

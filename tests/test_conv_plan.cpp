@@ -211,21 +211,25 @@ TEST_CASE("conv plan: the small-channel rule", "[conv_plan]") {
     CHECK(plan(ConvKind::Forward, a2).strategy == ConvStrategy::Small);
     // A group's weight (Og·R) past kSmallGradWeights: 256 o-side channels from 16 with 4x4
     // taps (R = 256; the small-channel kernels took 9× the GEMM path's time) or from 4 with
-    // 5x5 (R = 100); 8 -> 64 with 4x4 is 8 192 weights and keeps them, 9 -> 64 is 9 216 (the
-    // channel rows do not fit either at 2 threads: 9 reduction channels).
+    // 5x5 (R = 100); 8 -> 64 with 4x4 is 8 192 weights and keeps them (where the channel rows,
+    // first for the weight gradient, do not take it), 9 -> 64 is 9 216 (the channel rows).
     CHECK(plan(ConvKind::WeightGrad, conv2d(16, 16, 256, 8, 4)).strategy != ConvStrategy::Small);
     CHECK(plan(ConvKind::WeightGrad, conv2d(4, 4, 256, 16, 5)).strategy != ConvStrategy::Small);
     const ConvGeometry w8 = conv2d(8, 8, 64, 16, 4), w9 = conv2d(8, 9, 64, 16, 4);
     CHECK(w8.Og * w8.R() == kSmallGradWeights);
-    CHECK(plan(ConvKind::WeightGrad, w8).strategy == ConvStrategy::Small);
-    CHECK(plan(ConvKind::WeightGrad, w9).strategy == ConvStrategy::Team);
+    CHECK(plan(ConvKind::WeightGrad, w8).strategy == (team_threads_sleep() ? ConvStrategy::Small : ConvStrategy::Rows));
+    CHECK(plan(ConvKind::WeightGrad, w9).strategy == ConvStrategy::Rows);
     // More channels than the rule's limits on either side: forward and transposed on the
-    // GEMM paths; the weight gradients by R alone (80, 297 and 72 columns).
-    for (const ConvGeometry& g : {conv2d(16, 5, 64, 32, 4), conv2d(16, 33, 32, 16, 3), conv2d(8, 8, 33, 16, 3)}) {
+    // GEMM paths; the weight gradients by R alone (80, 297 and 72 columns), the first where
+    // the channel rows do not take it (64 result channels: they do, unless teams sleep).
+    const ConvGeometry m5 = conv2d(16, 5, 64, 32, 4), m33 = conv2d(16, 33, 32, 16, 3), o33 = conv2d(8, 8, 33, 16, 3);
+    for (const ConvGeometry& g : {m5, m33, o33}) {
         CHECK(plan(ConvKind::Forward, g).strategy != ConvStrategy::Small);
         CHECK(plan(ConvKind::Transposed, g).strategy != ConvStrategy::Small);
-        CHECK((plan(ConvKind::WeightGrad, g).strategy == ConvStrategy::Small) == (g.R() <= kSmallR));
     }
+    CHECK(plan(ConvKind::WeightGrad, m5).strategy == (team_threads_sleep() ? ConvStrategy::Small : ConvStrategy::Rows));
+    CHECK(plan(ConvKind::WeightGrad, m33).strategy != ConvStrategy::Small);
+    CHECK(plan(ConvKind::WeightGrad, o33).strategy == ConvStrategy::Small);
     // 32 channels on both sides (grouped_g8's groups): all three take the channel-row kernels.
     for (ConvKind k : kinds) CHECK(plan(k, conv2d(16, 32, 32, 16, 3)).strategy == ConvStrategy::Rows);
     // A 3-D layer of 8^3 positions: its grid of 10^3 is half padding, past kSmallWaste.
@@ -233,10 +237,11 @@ TEST_CASE("conv plan: the small-channel rule", "[conv_plan]") {
                                                   .kernel = {3, 3, 3}, .pads_begin = {1, 1, 1}, .pads_end = {1, 1, 1}});
     CHECK(plan(ConvKind::Forward, v).strategy != ConvStrategy::Small);
     CHECK(plan(ConvKind::Transposed, v).strategy != ConvStrategy::Small);
-    // A weight gradient 48 columns wide (dcgan_g4's: 3 i-side channels, 4x4 taps) is direct;
-    // its forward and transposed (64 o-side channels) are not.
+    // A weight gradient 48 columns wide (dcgan_g4's: 3 i-side channels, 4x4 taps) is direct
+    // (the channel rows', unless teams sleep); its forward and transposed (64 o-side channels)
+    // are not.
     const ConvGeometry g4 = conv2d(16, 3, 64, 32, 4);
-    CHECK(plan(ConvKind::WeightGrad, g4).strategy == ConvStrategy::Small);
+    CHECK(plan(ConvKind::WeightGrad, g4).strategy == (team_threads_sleep() ? ConvStrategy::Small : ConvStrategy::Rows));
     CHECK(plan(ConvKind::Forward, g4).strategy != ConvStrategy::Small);
     // At most kSmallTinyOg o-side channels from more than kSmallIg i-side ones: direct at any
     // image size (past a core's L2 here), the weight gradient only unstrided; 16 o-side
@@ -437,8 +442,9 @@ TEST_CASE("conv plan: the channel-row rule", "[conv_plan]") {
         CHECK(plan(k, conv2d(32, 16, 32, 14, 5)).strategy == ConvStrategy::Rows);
     }
     // The weight gradient needs whole vectors of result channels (Og), not reduction ones (Ig):
-    // 16+ result channels from fewer reduction ones at 1 thread where a pair sums 8 rows or
-    // more (Ig times the last axis' taps at dilation 1), from 16+ at 2 threads; from 32+
+    // 16+ result channels from fewer reduction ones where a pair sums 8 rows or more (Ig times
+    // the last axis' taps at dilation 1; at 2 threads too, each thread summing its part of the
+    // images; where the small-channel kernels fit, they come first for sleeping teams); from 32+
     // reduction channels any 16+ result channels (padded too), or 8+ where a stride leaves
     // taps that overlap.
     auto grad = [](const ConvGeometry& g, int team) {
@@ -449,7 +455,7 @@ TEST_CASE("conv plan: the channel-row rule", "[conv_plan]") {
                                       .stride = {s, s}, .dilation = {d, d}, .pads_begin = {1, 1}, .pads_end = {1, 1}});
     };
     CHECK(grad(layer(3, 64, 4, 2), 1) == ConvStrategy::Rows);  // dcgan_g4's: 3 · 4 rows a pair
-    CHECK(grad(layer(3, 64, 4, 2), 2) != ConvStrategy::Rows);
+    CHECK(grad(layer(3, 64, 4, 2), 2) == (team_threads_sleep() ? ConvStrategy::Small : ConvStrategy::Rows));
     CHECK(grad(layer(1, 16, 3, 1), 1) != ConvStrategy::Rows);  // the classifier's first layer: 3 rows
     CHECK(grad(layer(4, 16, 3, 1, 2), 1) != ConvStrategy::Rows);  // dilated: 4 rows
     CHECK(grad(layer(4, 16, 3, 1), 1) == ConvStrategy::Rows);     // 12

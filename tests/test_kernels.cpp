@@ -373,13 +373,17 @@ TEST_CASE("channel rows: parts of long rows and the weight gradient's grid give 
     const TeamGuard restore;
     const SmallConvGuard rows(SmallConv::Rows);
     std::mt19937_64 rng(717);
-    // Fewer than 16 i-side channels: the weight gradient's pairs take runs of last-axis taps
-    // (all 4 at 1 thread, 2 + 2 at 2, 1 + 1 + 2 at 3 on the 1-D layer; all at every team on
-    // the 2-D one, whose 4 outer taps give every member a pair).
+    // Fewer than 16 i-side channels: the weight gradient sums the images in two parts, a
+    // thread each (1 + 2 of 3 images too); of one image, a team's pairs take runs of last-axis
+    // taps (all 4 at 1 thread, 2 + 2 at 2, 1 + 1 + 2 at 3 on the 1-D layer; all at every team
+    // on the 2-D one, whose 4 outer taps give every member a pair).
     for (const ConvConfig& c : {ConvConfig{"rows 1d long", 1, 1, 20, 24, {{150, 4, 2, 1, 1, 1}}},
                                 ConvConfig{"rows 2d groups2", 2, 2, 24, 16, {{9, 3, 2, 1, 1, 1, 1}, {6, 3, 1, 1, 1, 1}}},
                                 ConvConfig{"rows 1d 5 i-side channels", 2, 1, 5, 24, {{30, 4, 1, 1, 1, 2}}},
-                                ConvConfig{"rows 2d 3 i-side channels", 2, 1, 3, 40, {{9, 4, 2, 1, 1, 1}, {8, 4, 2, 1, 1, 1}}}})
+                                ConvConfig{"rows 1d 5 i-side channels, 1 image", 1, 1, 5, 24, {{30, 4, 1, 1, 1, 2}}},
+                                ConvConfig{"rows 2d 3 i-side channels", 2, 1, 3, 40, {{9, 4, 2, 1, 1, 1}, {8, 4, 2, 1, 1, 1}}},
+                                ConvConfig{"rows 2d 3 i-side channels, 3 images", 3, 1, 3, 40, {{9, 4, 2, 1, 1, 1}, {8, 4, 2, 1, 1, 1}}},
+                                ConvConfig{"rows 2d 3 i-side channels, 1 image", 1, 1, 3, 40, {{9, 4, 2, 1, 1, 1}, {8, 4, 2, 1, 1, 1}}}})
         for (Layout layout : {Layout::NCX, Layout::NXC}) {
             const ConvGeometry g = transposed_geometry(c, layout);
             const Tensor x = random_tensor(g.in_shape(), rng).to(DType::f32), u = random_tensor(g.out_shape(), rng).to(DType::f32),

@@ -115,7 +115,8 @@ inline constexpr double kSmallMinMacs = 65536, kSmallWaste = 1.5;
 inline constexpr std::int64_t kRowsMinChannels = 16, kRowsMaxResult = 64, kRowsMaxGradResult = 128, kRowsTapBytes = 32 << 10,
                               kRowsOverSmall = 32, kRowsTransposedTaps = 2, kRowsTransposedSums = 128,
                               kRowsTransposedBytes = std::int64_t{12} << 20,
-                              kRowsSmallImage = 64, kRowsGradManySums = 32, kRowsGradMinResult = 8, kRowsGradMinRows = 8;
+                              kRowsSmallImage = 64, kRowsGradManySums = 32, kRowsGradMinResult = 8, kRowsGradMinRows = 8,
+                              kRowsGradImageParts = 2;
 inline constexpr double kRowsForwardInBounds = 0.9;
 
 }  // namespace tg

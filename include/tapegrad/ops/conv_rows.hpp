@@ -34,7 +34,9 @@ template <class T> void rows_forward(const ConvGeometry& g, const T* x, const T*
 template <class T> bool rows_transposed(const ConvGeometry& g, const T* u, const T* w, T* r, int team);
 // dW[g, o, i, k] += Σ_n Σ_q x(q·s − pb + k·d) · u(q) (accumulated, as the other kernels): per (group, tap)
 // a block of i-side × o-side sums over every image's result rows, in order (any team gives
-// the same bits). Declines (false) where x or u holds an infinity or a NaN (the halo's zeros).
+// the same bits). With fewer than 16 i-side channels the images are summed in
+// kRowsGradImageParts parts, a thread each, added in order. Declines (false) where x or u
+// holds an infinity or a NaN (the halo's zeros).
 template <class T> bool rows_weight_grad(const ConvGeometry& g, const T* x, const T* u, T* dw, int team);
 
 // Whether rows_weight_grad's (group, tap) pairs sum runs of consecutive last-axis taps at
