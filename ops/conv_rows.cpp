@@ -508,7 +508,7 @@ bool rows_weight_grad(const ConvGeometry& g, const T* x, const T* u, T* dw, int 
     // gives one thread's bits. (A team's grid of pairs reads every image's gathered u on both
     // cores, and with few reduction channels too few sums hide it: dcgan_g4 at 2 threads took
     // 0.88 ms by the grid, 0.71 at 1 thread.)
-    const std::int64_t parts = R.Cr < kRowsMinChannels ? std::min(g.N, kRowsGradImageParts) : 1;
+    const std::int64_t parts = R.Cr < kRowsMinChannels ? std::clamp<std::int64_t>(g.N, 1, kRowsGradImageParts) : 1;
     Buffer<T> dwt(parts * dsize);
     int nt = std::max(1, team);
     if (parts == 1) {
