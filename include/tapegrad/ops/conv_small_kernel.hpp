@@ -179,50 +179,97 @@ void correlate_grad(const CorrelateGrad<T>& a) {
         }
 }
 
+// Runs of n ≤ 2 vectors (steps 1 and 2), one per listed row, made as copy_strided makes each
+// but store by store, each down all the rows: row r's run from s + rows[2r + from]·, into
+// d + rows[2r + 1 − from]. Deciding each short run's stores again cost more than the copy
+// (the autoencoder's 7- and 14-float phase rows at AVX2: its first layer's forward 0.13 ->
+// 0.16 ms row by row); longer rows are faster row by row (the classifier's 30-float rows).
 template <class Arch, class T>
-void copy_rows(const CopyRows<T>& a) {
+void runs_by_store(const std::int64_t* rows, std::int64_t nrows, int from, const T* s, std::int64_t step, T* d, std::int64_t n) {
+    using V = xsimd::batch<T, Arch>;
+    const int to = 1 - from;
+    vec::kernel::cut_run<V::size, sizeof(T) == 4 ? 4 : 0>(
+        n,
+        [&](std::int64_t i) {
+            for (std::int64_t r = 0; r < nrows; ++r) {
+                const T* sp = s + rows[2 * r + from] + i * step;
+                if (step == 1) V::load_unaligned(sp).store_unaligned(d + rows[2 * r + to] + i);
+                else vec::kernel::load_evens<Arch, T>(sp).store_unaligned(d + rows[2 * r + to] + i);
+            }
+        },
+        [&](std::int64_t i) {
+            if constexpr (sizeof(T) == 4)
+                for (std::int64_t r = 0; r < nrows; ++r) {
+                    const float* sp = s + rows[2 * r + from] + i * step;
+                    _mm_storeu_ps(d + rows[2 * r + to] + i, step == 1 ? _mm_loadu_ps(sp) : vec::kernel::load_evens4(sp));
+                }
+        },
+        [&](std::int64_t i) {
+            for (std::int64_t r = 0; r < nrows; ++r) d[rows[2 * r + to] + i] = s[rows[2 * r + from] + i * step];
+        });
+}
+
+// Short phase rows (steps 1 and 2, at most two vectors) by runs_by_store, phase by phase;
+// longer ones row by row in the list's order (the tensor's: its rows read in turn), each
+// row's phase rows one after another, each cut as copy_strided cuts a run (larger steps
+// element by element). Made phase plane by phase plane instead, each source row read once
+// per phase, with the zeros between and a call per few rows, the copies were 77% of
+// depthwise_c128's forward.
+template <class Arch, class T>
+void split_rows(const PhaseRows<T>& a) {
+    constexpr std::int64_t W = xsimd::batch<T, Arch>::size;
     // Locals, not a's fields: the stores below could alias a for all the compiler knows.
     const T* const src = a.src;
     T* const dst = a.dst;
-    const std::int64_t count = a.count, rows = a.rows, lds = a.lds, ldd = a.ldd, src_c = a.src_c, dst_c = a.dst_c;
-    const std::int64_t len = a.len, lo = a.lo, hi = a.hi, step = a.step;
-#ifdef __AVX512F__
-    // f32, steps 1 and 2: vec's masked 16-lane blocks, the masks made once for every row.
-    if constexpr (sizeof(T) == 4) {
-        constexpr std::int64_t W = 16, kMaxBlocks = 8;
-        const std::int64_t blocks = (len + W - 1) / W;
-        if ((step == 1 || step == 2) && blocks <= kMaxBlocks) {
-            vec::kernel::LaneBlock m[kMaxBlocks];
-            for (std::int64_t b = 0; b < blocks; ++b) m[b] = vec::kernel::LaneBlock(b * W, len, lo, hi, step);
-            const bool reads = hi > lo;
-            auto body = [&](auto step2) {
-                for (std::int64_t c = 0; c < count; ++c)
-                    for (std::int64_t r = 0; r < rows; ++r) {
-                        const T* s = reads ? src + c * src_c + r * lds : src;
-                        T* d = dst + c * dst_c + r * ldd;
-                        for (std::int64_t b = 0; b < blocks; ++b)
-                            vec::kernel::copy_block<Arch, decltype(step2)::value>(m[b], s, d + b * W);
-                    }
-            };
-            if (step == 2) body(std::true_type{});
-            else body(std::false_type{});
-            return;
+    const std::int64_t* const rows = a.rows;
+    const std::int64_t count = a.count, nrows = a.nrows, src_c = a.src_c, dst_c = a.dst_c;
+    const std::int64_t len = a.len, step = a.step, ps = a.ps, phases = std::min(step, len);
+    auto per = [&](std::int64_t p) { return (len - p + step - 1) / step; };
+    const bool short_runs = step <= 2 && per(0) <= 2 * W;
+    for (std::int64_t c = 0; c < count; ++c) {
+        const T* s = src + c * src_c;
+        T* d = dst + c * dst_c;
+        if (short_runs) {
+            for (std::int64_t p = 0; p < phases; ++p) runs_by_store<Arch, T>(rows, nrows, 0, s + p, step, d + p * ps, per(p));
+            continue;
         }
+        for (std::int64_t r = 0; r < nrows; ++r)
+            for (std::int64_t p = 0; p < phases; ++p)
+                vec::kernel::copy_strided<Arch, T>(s + rows[2 * r] + p, step, per(p), d + rows[2 * r + 1] + p * ps);
     }
-#endif
-    if constexpr (sizeof(T) == 4) {
-        if (step == 1 || step == 2) {
-            const vec::kernel::RowPlan<Arch> plan(len, lo, hi);
-            if (plan.ok) {
-                for (std::int64_t c = 0; c < count; ++c)
-                    plan.run(step == 2, hi > lo ? src + c * src_c : src, hi > lo ? lds : 0, dst + c * dst_c, ldd, rows);
-                return;
+}
+
+// Each tensor row from its phase rows: one phase copied (rows of at most two vectors by
+// runs_by_store), up to 4 interleaved as vectors (above, the step × len/step block of phase
+// rows transposed), then the len % step elements past the last whole group.
+template <class Arch, class T>
+void merge_rows(const PhaseRows<T>& a) {
+    constexpr std::int64_t W = xsimd::batch<T, Arch>::size, kMaxWays = 4;  // interleave's vector cases
+    const T* const src = a.src;
+    T* const dst = a.dst;
+    const std::int64_t* const rows = a.rows;
+    const std::int64_t count = a.count, nrows = a.nrows, src_c = a.src_c, dst_c = a.dst_c;
+    const std::int64_t len = a.len, step = a.step, ps = a.ps, whole = len / step;
+    for (std::int64_t c = 0; c < count; ++c) {
+        if (step == 1 && len <= 2 * W) {
+            runs_by_store<Arch, T>(rows, nrows, 1, src + c * src_c, 1, dst + c * dst_c, len);
+            continue;
+        }
+        for (std::int64_t r = 0; r < nrows; ++r) {
+            const T* s = src + c * src_c + rows[2 * r + 1];
+            T* d = dst + c * dst_c + rows[2 * r];
+            if (step == 1) {
+                vec::kernel::copy_strided<Arch, T>(s, 1, len, d);
+            } else if (step <= kMaxWays) {
+                const T* phase[kMaxWays];
+                for (std::int64_t p = 0; p < step; ++p) phase[p] = s + p * ps;
+                vec::kernel::interleave<Arch, T>(whole, step, phase, d);
+            } else {
+                vec::kernel::transpose<Arch, T>(s, ps, step, whole, d, step);  // d[q·step + p] = s[p·ps + q]
             }
+            for (std::int64_t e = whole * step; e < len; ++e) d[e] = s[(e - whole * step) * ps + whole];
         }
     }
-    for (std::int64_t c = 0; c < count; ++c)
-        for (std::int64_t r = 0; r < rows; ++r)
-            vec::kernel::copy_lanes<Arch, T>(src + c * src_c + r * lds, step, dst + c * dst_c + r * ldd, len, lo, hi);
 }
 
 }  // namespace tg::simd_small::kernel
@@ -231,7 +278,7 @@ void copy_rows(const CopyRows<T>& a) {
 #define TG_INSTANTIATE_SMALL(ARCH, SUFFIX)                                                            \
     const tg::simd_small::Kernels<float> tg::simd_small::f32_##SUFFIX = {                            \
         &tg::simd_small::kernel::correlate<ARCH, float>, &tg::simd_small::kernel::correlate_grad<ARCH, float>, \
-        &tg::simd_small::kernel::copy_rows<ARCH, float>};                                            \
+        &tg::simd_small::kernel::split_rows<ARCH, float>, &tg::simd_small::kernel::merge_rows<ARCH, float>};                                            \
     const tg::simd_small::Kernels<double> tg::simd_small::f64_##SUFFIX = {                           \
         &tg::simd_small::kernel::correlate<ARCH, double>, &tg::simd_small::kernel::correlate_grad<ARCH, double>, \
-        &tg::simd_small::kernel::copy_rows<ARCH, double>};
+        &tg::simd_small::kernel::split_rows<ARCH, double>, &tg::simd_small::kernel::merge_rows<ARCH, double>};

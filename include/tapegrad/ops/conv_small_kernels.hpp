@@ -47,30 +47,46 @@ struct CorrelateGrad {
     T* dw;
 };
 
-// Rows between tensors and grids: for c < count, r < rows and e < len,
-//   dst[c·dst_c + r·ldd + e] = src[c·src_c + r·lds + (e − lo)·step] for e in [lo, hi), else 0
-// (src is not read where hi <= lo), channel by channel.
+// Rows of a tensor and their phase rows in a grid, listed as pairs of element offsets
+// (tensor row t_r, its phase-0 grid row g_r), r < nrows. For c < count, p < step and q with
+// q·step + p < len, element q·step + p of tensor row r is element q of its phase row p:
+//   tensor[c·tensor_c + t_r + q·step + p]  ↔  grid[c·grid_c + g_r + p·ps + q].
+// split_rows copies the tensor's rows into the grid (src: tensor, dst: grid), merge_rows the
+// grid's back (src: grid, dst: tensor). Nothing else of dst is written: the grids' zeros
+// (their padding rows and columns) are written once, when the grids are made, and no copy
+// overwrites them.
 template <class T>
-struct CopyRows {
+struct PhaseRows {
     const T* src;
-    std::int64_t lds, step;
+    std::int64_t src_c;
     T* dst;
-    std::int64_t ldd, rows, len, lo, hi, count, src_c, dst_c;
+    std::int64_t dst_c;
+    const std::int64_t* rows;
+    std::int64_t nrows, len, step, ps, count;
 };
 
 template <class T>
 struct Kernels {
     void (*correlate)(const Correlate<T>& a);
     void (*correlate_grad)(const CorrelateGrad<T>& a);
-    void (*copy_rows)(const CopyRows<T>& a);
+    void (*split_rows)(const PhaseRows<T>& a);
+    void (*merge_rows)(const PhaseRows<T>& a);
 };
 
-// copy_rows element by element: Isa::scalar's (the vector tables' take vec::kernel's row copies).
+// split_rows and merge_rows element by element: Isa::scalar's.
 template <class T>
-void copy_rows_loop(const CopyRows<T>& a) {
+void split_rows_loop(const PhaseRows<T>& a) {
     for (std::int64_t c = 0; c < a.count; ++c)
-        for (std::int64_t r = 0; r < a.rows; ++r)
-            vec::copy_lanes_scalar(a.src + c * a.src_c + r * a.lds, a.step, a.dst + c * a.dst_c + r * a.ldd, a.len, a.lo, a.hi);
+        for (std::int64_t r = 0; r < a.nrows; ++r)
+            for (std::int64_t e = 0; e < a.len; ++e)
+                a.dst[c * a.dst_c + a.rows[2 * r + 1] + e % a.step * a.ps + e / a.step] = a.src[c * a.src_c + a.rows[2 * r] + e];
+}
+template <class T>
+void merge_rows_loop(const PhaseRows<T>& a) {
+    for (std::int64_t c = 0; c < a.count; ++c)
+        for (std::int64_t r = 0; r < a.nrows; ++r)
+            for (std::int64_t e = 0; e < a.len; ++e)
+                a.dst[c * a.dst_c + a.rows[2 * r] + e] = a.src[c * a.src_c + a.rows[2 * r + 1] + e % a.step * a.ps + e / a.step];
 }
 
 extern const Kernels<float> f32_scalar, f32_avx2, f32_avx512;

@@ -260,7 +260,7 @@ void zero_lanes(T* d, std::int64_t n) {
 }
 
 // d[e] = s[(e − lo)·step] for e in [lo, hi), else 0, for e < len (s is not read where
-// hi <= lo): one row of copy_runs, or of a grid copy, where masked vectors cannot take it.
+// hi <= lo): one row of copy_runs where masked vectors cannot take it.
 template <class Arch, class T>
 void copy_lanes(const T* s, std::int64_t step, T* d, std::int64_t len, std::int64_t lo, std::int64_t hi) {
     lo = std::min(lo, len);

@@ -28,7 +28,7 @@ struct Kernels {
 };
 
 // d[e] = s[(e − lo)·step] for e in [lo, hi), else 0, for e < len, element by element:
-// Isa::scalar's copy of a LaneRun (copy_runs) and of a grid row (the small-channel kernels').
+// Isa::scalar's copy of a LaneRun (copy_runs).
 template <class T>
 void copy_lanes_scalar(const T* s, std::int64_t step, T* d, std::int64_t len, std::int64_t lo, std::int64_t hi) {
     for (std::int64_t e = 0; e < len; ++e) d[e] = e >= lo && e < hi ? s[(e - lo) * step] : T(0);
