@@ -383,7 +383,11 @@ TEST_CASE("channel rows: parts of long rows and the weight gradient's grid give 
                                 ConvConfig{"rows 1d 5 i-side channels, 1 image", 1, 1, 5, 24, {{30, 4, 1, 1, 1, 2}}},
                                 ConvConfig{"rows 2d 3 i-side channels", 2, 1, 3, 40, {{9, 4, 2, 1, 1, 1}, {8, 4, 2, 1, 1, 1}}},
                                 ConvConfig{"rows 2d 3 i-side channels, 3 images", 3, 1, 3, 40, {{9, 4, 2, 1, 1, 1}, {8, 4, 2, 1, 1, 1}}},
-                                ConvConfig{"rows 2d 3 i-side channels, 1 image", 1, 1, 3, 40, {{9, 4, 2, 1, 1, 1}, {8, 4, 2, 1, 1, 1}}}})
+                                ConvConfig{"rows 2d 3 i-side channels, 1 image", 1, 1, 3, 40, {{9, 4, 2, 1, 1, 1}, {8, 4, 2, 1, 1, 1}}},
+                                // 64 i-side channels, 16 o-side: the weight gradient's slices of 64,
+                                // 32 and 21-22 reduction channels into one vector of result
+                                // channels at AVX-512 (tiles of 21-22, 16 and 21-22 × 1 vector).
+                                ConvConfig{"rows 2d 64 -> 16 channels", 2, 1, 64, 16, {{7, 3, 1, 1, 1, 1}, {6, 4, 2, 1, 1, 1}}}})
         for (Layout layout : {Layout::NCX, Layout::NXC}) {
             const ConvGeometry g = transposed_geometry(c, layout);
             const Tensor x = random_tensor(g.in_shape(), rng).to(DType::f32), u = random_tensor(g.out_shape(), rng).to(DType::f32),
@@ -549,6 +553,9 @@ TEST_CASE("the channel-row kernels match the reference at every instruction set,
                          {{"1d 20 -> 37 channels long rows", 1, 1, 20, 37, {{40, 5, 1, 1, 2, 2}}},
                           {"1d 9 -> 70 channels stride3 op2", 1, 1, 9, 70, {{13, 4, 3, 1, 1, 2, 2}}},
                           {"2d 33 -> 16 channels stride2", 1, 1, 33, 16, {{7, 4, 2, 1, 1, 1}, {8, 3, 2, 1, 1, 1, 1}}},
+                          // Many reduction channels into one vector of result channels at
+                          // AVX-512 (the weight gradient's 24 × 1 tiles, 96 = 4 × 24).
+                          {"2d 96 -> 16 channels", 1, 1, 96, 16, {{6, 3, 1, 1, 1, 1}, {5, 3, 1, 1, 1, 1}}},
                           {"2d groups3 8 -> 24 dil2", 1, 3, 8, 24, {{8, 3, 1, 2, 2, 2}, {7, 3, 1, 2, 2, 2}}},
                           {"3d 16 -> 17 channels stride2", 1, 1, 16, 17,
                            {{4, 4, 2, 1, 1, 1}, {3, 3, 2, 1, 1, 0, 1}, {6, 4, 2, 1, 1, 1}}},
