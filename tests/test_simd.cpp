@@ -392,10 +392,11 @@ TEST_CASE("copy_runs (im2col rows) and transpose match their definitions at ever
                             check_copy_runs<double>(len, lo, hi, step, count);
                         }
         for (auto [rows, cols] : {std::pair<std::int64_t, std::int64_t>{32, 256}, {16, 16}, {8, 8}, {33, 17}, {5, 40}, {1, 1},
-                                  {8, 64}, {3, 50}, {24, 37}, {15, 16}, {2, 33}, {18, 40}})
+                                  {8, 64}, {3, 50}, {24, 37}, {15, 16}, {2, 33}, {18, 40}, {4, 19}, {1, 7}, {3, 64}})
             // Both block orders: ldd + 300 is past lds for every pair (destination rows apart
-            // by more than source rows: the blocks walk the destination's rows).
-            for (std::int64_t extra : {2, 300}) {
+            // by more than source rows: the blocks walk the destination's rows); ldd = rows,
+            // a dense destination (up to 4 rows: interleaved).
+            for (std::int64_t extra : {0, 2, 300}) {
                 INFO(simd::isa_name(isa) << " transpose " << rows << " x " << cols << " ldd " << rows + extra);
                 const std::int64_t lds = cols + 3, ldd = rows + extra;
                 std::vector<float> src(static_cast<std::size_t>(rows * lds)), dst(static_cast<std::size_t>(cols * ldd), -1.f), want = dst;

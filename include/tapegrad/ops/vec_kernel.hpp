@@ -424,6 +424,15 @@ template <class Arch, class T>
 void transpose(const T* src, std::int64_t lds, std::int64_t rows, std::int64_t cols, T* dst, std::int64_t ldd) {
     using V = xsimd::batch<T, Arch>;
     constexpr std::int64_t W = V::size;
+    // Up to 4 rows into a dense destination (ldd = rows: a 3-channel image's positions with
+    // their channels together) interleaved as vectors; the blocks below take no row of them,
+    // and element by element this was 8% of dcgan_g4's weight gradient.
+    if (rows <= 4 && ldd == rows && rows < W) {
+        const T* row[4];
+        for (std::int64_t r = 0; r < rows; ++r) row[r] = src + r * lds;
+        interleave<Arch, T>(cols, rows, row, dst);
+        return;
+    }
     const std::int64_t rv = rows / W * W, cv = cols / W * W;
     V v[W];
     auto block = [&](std::int64_t r0, std::int64_t c0) {
