@@ -514,7 +514,7 @@ bool rows_weight_grad(const ConvGeometry& g, const T* x, const T* u, T* dw, int 
     if (parts == 1) {
         if (!weight_grad_team(g, R, x, u, dwt.data(), nt)) return false;
     } else {
-        const std::int64_t x_image = G * R.Cr * R.src_n, u_image = G * R.Cd * R.dst_n;
+        const Side xs{R.nxc, G, R.Cr, R.src_n}, us{R.nxc, G, R.Cd, R.dst_n};
         std::vector<unsigned char> done(static_cast<std::size_t>(parts), 1);
         nt = static_cast<int>(std::min<std::int64_t>(nt, parts));
 #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
@@ -523,7 +523,7 @@ bool rows_weight_grad(const ConvGeometry& g, const T* x, const T* u, T* dw, int 
             const std::int64_t n0 = g.N * pt / parts;
             gp.N = g.N * (pt + 1) / parts - n0;
             done[static_cast<std::size_t>(pt)] =
-                weight_grad_team(gp, R, x + n0 * x_image, u + n0 * u_image, dwt.data() + pt * dsize, 1);
+                weight_grad_team(gp, R, xs.at(x, n0 * G), us.at(u, n0 * G), dwt.data() + pt * dsize, 1);
         }
         if (std::find(done.begin(), done.end(), 0) != done.end()) return false;
         T* d0 = dwt.data();

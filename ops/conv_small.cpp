@@ -1,7 +1,6 @@
 #include "tapegrad/ops/conv_small.hpp"
 
 #include <algorithm>
-#include <cstring>
 #include <limits>
 
 #include <omp.h>
@@ -10,7 +9,6 @@
 #include "tapegrad/ops/conv_plan.hpp"
 #include "tapegrad/ops/conv_small_kernels.hpp"
 #include "tapegrad/ops/vec.hpp"
-#include "tapegrad/ops/vec_kernels.hpp"
 
 namespace tg {
 
@@ -260,10 +258,12 @@ int units_team(int team, std::int64_t units) {
 // at a time, ahead of the copies that read them, where t is too large to stay in the cache
 // between layers (kStreamBytes, a quarter of a Zen CCD's 32 MiB L3, which its 8 cores and
 // other tenants share): the smaller tensors of a training step come from the cache, where
-// the prefetches only cost time (3-8% on the classifier's and the autoencoder's layers). A unit's planes are a few pages per image, the batch's other
-// groups between them, and the hardware's stream prefetchers stop at each page: the copies
-// wait on memory. depthwise_c128 (x 16 MiB), Zen 5, 1 thread, 10 alternated rounds: forward
-// 0.91, transposed 0.96, weight gradient 0.92 of the time without.
+// the prefetches only cost time (3-8% on the classifier's and the autoencoder's layers). A
+// unit's planes are a few pages per image, the batch's other groups between them, and the
+// hardware's stream prefetchers stop at each page: the copies wait on memory.
+// depthwise_c128, Zen 5, 1 thread, 10 alternated rounds, prefetching every operand: forward
+// (x 16 MiB) 0.91, weight gradient 0.92 of the time without; its transposed call (u 4 MiB,
+// not prefetched now) 0.96.
 template <class T>
 void prefetch_unit(const Chunk& ch, std::int64_t un, const T* t, std::int64_t C, std::int64_t plane) {
     constexpr std::int64_t kStreamBytes = std::int64_t{8} << 20, kLine = 64;

@@ -240,11 +240,12 @@ void split_rows(const PhaseRows<T>& a) {
 }
 
 // Each tensor row from its phase rows: one phase copied (rows of at most two vectors by
-// runs_by_store), up to 4 interleaved as vectors (above, the step × len/step block of phase
-// rows transposed), then the len % step elements past the last whole group.
+// runs_by_store), up to vec::kInterleaveMaxWays interleaved as vectors (above, the step ×
+// len/step block of phase rows transposed), then the len % step elements past the last whole
+// group.
 template <class Arch, class T>
 void merge_rows(const PhaseRows<T>& a) {
-    constexpr std::int64_t W = xsimd::batch<T, Arch>::size, kMaxWays = 4;  // interleave's vector cases
+    constexpr std::int64_t W = xsimd::batch<T, Arch>::size, kMaxWays = vec::kInterleaveMaxWays;
     const T* const src = a.src;
     T* const dst = a.dst;
     const std::int64_t* const rows = a.rows;
@@ -275,10 +276,10 @@ void merge_rows(const PhaseRows<T>& a) {
 }  // namespace tg::simd_small::kernel
 
 // The tables of tapegrad/ops/conv_small_kernels.hpp for one architecture, e.g. tg::simd_small::f32_avx512.
-#define TG_INSTANTIATE_SMALL(ARCH, SUFFIX)                                                            \
-    const tg::simd_small::Kernels<float> tg::simd_small::f32_##SUFFIX = {                            \
-        &tg::simd_small::kernel::correlate<ARCH, float>, &tg::simd_small::kernel::correlate_grad<ARCH, float>, \
-        &tg::simd_small::kernel::split_rows<ARCH, float>, &tg::simd_small::kernel::merge_rows<ARCH, float>};                                            \
-    const tg::simd_small::Kernels<double> tg::simd_small::f64_##SUFFIX = {                           \
-        &tg::simd_small::kernel::correlate<ARCH, double>, &tg::simd_small::kernel::correlate_grad<ARCH, double>, \
+#define TG_INSTANTIATE_SMALL(ARCH, SUFFIX)                                                                          \
+    const tg::simd_small::Kernels<float> tg::simd_small::f32_##SUFFIX = {                                          \
+        &tg::simd_small::kernel::correlate<ARCH, float>, &tg::simd_small::kernel::correlate_grad<ARCH, float>,      \
+        &tg::simd_small::kernel::split_rows<ARCH, float>, &tg::simd_small::kernel::merge_rows<ARCH, float>};        \
+    const tg::simd_small::Kernels<double> tg::simd_small::f64_##SUFFIX = {                                         \
+        &tg::simd_small::kernel::correlate<ARCH, double>, &tg::simd_small::kernel::correlate_grad<ARCH, double>,    \
         &tg::simd_small::kernel::split_rows<ARCH, double>, &tg::simd_small::kernel::merge_rows<ARCH, double>};

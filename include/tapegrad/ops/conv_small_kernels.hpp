@@ -7,7 +7,6 @@
 #include <cstdint>
 
 #include "tapegrad/core/simd.hpp"
-#include "tapegrad/ops/vec_kernels.hpp"
 
 namespace tg::simd_small {
 

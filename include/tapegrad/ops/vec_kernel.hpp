@@ -10,6 +10,7 @@
 #include <xsimd/xsimd.hpp>
 
 #include "tapegrad/core/transpose_kernel.hpp"
+#include "tapegrad/ops/vec.hpp"
 #include "tapegrad/ops/vec_kernels.hpp"
 
 namespace tg::vec::kernel {
@@ -424,11 +425,11 @@ template <class Arch, class T>
 void transpose(const T* src, std::int64_t lds, std::int64_t rows, std::int64_t cols, T* dst, std::int64_t ldd) {
     using V = xsimd::batch<T, Arch>;
     constexpr std::int64_t W = V::size;
-    // Up to 4 rows into a dense destination (ldd = rows: a 3-channel image's positions with
-    // their channels together) interleaved as vectors; the blocks below take no row of them,
-    // and element by element this was 8% of dcgan_g4's weight gradient.
-    if (rows <= 4 && ldd == rows && rows < W) {
-        const T* row[4];
+    // Up to kInterleaveMaxWays rows into a dense destination (ldd = rows: a 3-channel image's
+    // positions with their channels together) interleaved as vectors; the blocks below take no
+    // row of them, and element by element this was 8% of dcgan_g4's weight gradient.
+    if (rows <= kInterleaveMaxWays && ldd == rows && rows < W) {
+        const T* row[kInterleaveMaxWays];
         for (std::int64_t r = 0; r < rows; ++r) row[r] = src + r * lds;
         interleave<Arch, T>(cols, rows, row, dst);
         return;
