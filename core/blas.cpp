@@ -281,16 +281,17 @@ int team_size(double work, double min_work) {
 
 std::uint64_t teams_started() { return g_teams.load(std::memory_order_relaxed); }
 
-template <>
-void gemm<float>(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
-                 std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc) {
+// The header's gemm, defined once and instantiated for the two types it serves (explicit
+// specialisations here came after PackedA's gemm had already used them: clang refuses that).
+template <class T>
+void gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, T alpha, const T* A, std::int64_t lda,
+          const T* B, std::int64_t ldb, T beta, T* C, std::int64_t ldc) {
     gemm_impl(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
-template <>
-void gemm<double>(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, double alpha, const double* A,
-                  std::int64_t lda, const double* B, std::int64_t ldb, double beta, double* C, std::int64_t ldc) {
-    gemm_impl(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-}
+template void gemm<float>(bool, bool, std::int64_t, std::int64_t, std::int64_t, float, const float*, std::int64_t,
+                          const float*, std::int64_t, float, float*, std::int64_t);
+template void gemm<double>(bool, bool, std::int64_t, std::int64_t, std::int64_t, double, const double*, std::int64_t,
+                           const double*, std::int64_t, double, double*, std::int64_t);
 
 }  // namespace tg
