@@ -532,14 +532,20 @@ bool rows_weight_grad(const ConvGeometry& g, const T* x, const T* u, T* dw, int 
             for (std::int64_t e = 0; e < dsize; ++e) d0[e] += dp[e];
         }
     }
-    // [g][k][i][o < cp] added into W's order [g][o][i][k].
+    // [g][k][i][o < cp] added into W's order [g][o][i][k]: per (group, reduction channel) its
+    // [Kn][Cd] block transposed into a buffer, whose rows are added to W's. (Element by
+    // element, each read block·sizeof(T) bytes past the last: 17% of vol3d_k4s2's weight
+    // gradient, 8 KiB apart.)
+    Buffer<T> tw(nt * R.Cd * R.Kn);
 #pragma omp parallel for num_threads(nt) schedule(static)
-    for (std::int64_t go = 0; go < G * R.Cd; ++go) {
-        const std::int64_t gi = go / R.Cd, o = go % R.Cd;
-        for (std::int64_t i = 0; i < R.Cr; ++i) {
-            T* d = dw + (go * R.Cr + i) * R.Kn;
-            const T* s = dwt.data() + gi * R.Kn * block + i * R.cp + o;
-            for (std::int64_t kt = 0; kt < R.Kn; ++kt) d[kt] += s[kt * block];
+    for (std::int64_t gc = 0; gc < G * R.Cr; ++gc) {
+        const std::int64_t gi = gc / R.Cr, i = gc % R.Cr;
+        T* const t = tw.data() + omp_get_thread_num() * R.Cd * R.Kn;
+        vec::transpose(dwt.data() + gi * R.Kn * block + i * R.cp, block, R.Kn, R.Cd, t, R.Kn);
+        for (std::int64_t o = 0; o < R.Cd; ++o) {
+            T* d = dw + ((gi * R.Cd + o) * R.Cr + i) * R.Kn;
+            const T* s = t + o * R.Kn;
+            for (std::int64_t kt = 0; kt < R.Kn; ++kt) d[kt] += s[kt];
         }
     }
     return true;
