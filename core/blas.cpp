@@ -140,13 +140,30 @@ void gemm_from<double>(bool ta, std::int64_t M, std::int64_t N, std::int64_t K, 
 }
 
 template <class T>
-PackedA<T>::PackedA(bool trans, std::int64_t M, std::int64_t K, const T* A, std::int64_t lda)
+PackedA<T>::PackedA(bool trans, std::int64_t M, std::int64_t K, const T* A, std::int64_t lda, int team)
     : trans_(trans), M_(M), K_(K), A_(A), lda_(lda) {
     if constexpr (std::is_same_v<T, float>) {
         if (M <= 0 || K <= 0) return;
-        if ((kernels_ = own_sgemm())) {
-            packed_ = Buffer<float>(kernels_->packed_a_size(M, K));
-            kernels_->pack_a(trans, M, K, A, lda, packed_.data());
+        if (!(kernels_ = own_sgemm())) return;
+        packed_ = Buffer<float>(kernels_->packed_a_size(M, K));
+        // pack_a lays op(A) out as blocks of kc of depth, each of Mpad rows in panels of mr:
+        // rows [i0, i1) of the block at depth pc (i0 a multiple of mr) are pack_a of those
+        // rows and that depth alone, at pc·Mpad + i0·kc. A team packs such pieces in turn
+        // (a weight packed by one thread while the other waited: 7% of dcgan_g1's transposed
+        // call at 2 threads); below kTeamPackFloats the team's start costs more than it saves.
+        constexpr std::int64_t kTeamPackFloats = 1 << 15;
+        const std::int64_t mr = kernels_->mr, kc = kernels_->kc, Mpad = (M + mr - 1) / mr * mr, depth_blocks = (K + kc - 1) / kc;
+        const int nt = M * K >= kTeamPackFloats ? std::max(1, team) : 1;
+        // Enough pieces for the team: row parts of whole panels where the depth has too few blocks.
+        const std::int64_t row_parts = std::clamp<std::int64_t>((2 * nt + depth_blocks - 1) / depth_blocks, 1, Mpad / mr);
+        const std::int64_t pieces = depth_blocks * row_parts;
+        float* const dst = packed_.data();
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1 && pieces > 1)
+        for (std::int64_t q = 0; q < pieces; ++q) {
+            const std::int64_t pc = q / row_parts * kc, part = q % row_parts, d = std::min(kc, K - pc);
+            const std::int64_t i0 = Mpad / mr * part / row_parts * mr, i1 = std::min(M, Mpad / mr * (part + 1) / row_parts * mr);
+            if (i0 < i1)
+                kernels_->pack_a(trans, i1 - i0, d, trans ? A + pc * lda + i0 : A + i0 * lda + pc, lda, dst + pc * Mpad + i0 * d);
         }
     }
 }

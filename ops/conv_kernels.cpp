@@ -231,7 +231,8 @@ struct Exec {
         }
         const bool tr = p.kind == ConvKind::Transposed;
         if (p.pack_weight)
-            for (std::int64_t grp = 0; grp < g.G; ++grp) packed.emplace_back(tr, tr ? R : Og, tr ? Og : R, w + grp * Og * R, R);
+            for (std::int64_t grp = 0; grp < g.G; ++grp)
+                packed.emplace_back(tr, tr ? R : Og, tr ? Og : R, w + grp * Og * R, R, p.team);
     }
     T* wm() { return p.k_major ? wk.data() : w; }  // the weight matrix in the row order of col
     Step<T> step(T* weight_matrix, T w_beta = T(1)) const { return {p.kind, g, os, x, o, weight_matrix, &packed, w_beta}; }

@@ -23,9 +23,10 @@ struct GemmCase {
     std::int64_t M, N, K;
 };
 
-// `packed`: through a PackedA (op(A) packed once, as the conv kernels do with the weight).
+// `packed`: through a PackedA (op(A) packed once, as the conv kernels do with the weight),
+// packed by `pack_team` threads.
 void check_gemm(const GemmCase& c, bool ta, bool tb, float alpha, float beta, std::mt19937_64& rng, const std::string& what,
-                bool packed = false) {
+                bool packed = false, int pack_team = 1) {
     std::uniform_real_distribution<float> u(-1.f, 1.f);
     const std::int64_t lda = (ta ? c.M : c.K) + 3, ldb = (tb ? c.K : c.N) + 5, ldc = c.N + 7;  // padded strides
     std::vector<float> A((ta ? c.K : c.M) * lda), B((tb ? c.N : c.K) * ldb), C(c.M * ldc);
@@ -33,7 +34,7 @@ void check_gemm(const GemmCase& c, bool ta, bool tb, float alpha, float beta, st
     for (float& v : B) v = u(rng);
     for (float& v : C) v = beta == 0.f ? std::numeric_limits<float>::quiet_NaN() : u(rng);
     const std::vector<float> C0 = C;
-    if (packed) gemm<float>(PackedA<float>(ta, c.M, c.K, A.data(), lda), tb, c.N, alpha, B.data(), ldb, beta, C.data(), ldc);
+    if (packed) gemm<float>(PackedA<float>(ta, c.M, c.K, A.data(), lda, pack_team), tb, c.N, alpha, B.data(), ldb, beta, C.data(), ldc);
     else gemm<float>(ta, tb, c.M, c.N, c.K, alpha, A.data(), lda, B.data(), ldb, beta, C.data(), ldc);
     std::int64_t bad = 0;
     std::ostringstream first;
@@ -87,6 +88,25 @@ TEST_CASE("f32 GEMM matches the f64 product at every instruction set", "[simd][g
             }
     }
     simd::force(before);
+}
+
+// A team packs op(A) in pieces (blocks of depth, parts of rows where the depth has few
+// blocks): from 2^15 elements on, whole and partial KC blocks, row parts ending inside a
+// micro-panel, both transposes, teams of 2 and 3.
+TEST_CASE("A packed by a team of threads gives the GEMM's product at every instruction set", "[simd][gemm]") {
+    const testing::IsaGuard guard;
+    std::mt19937_64 rng(11);
+    const std::vector<GemmCase> cases = {{169, 65, 300}, {200, 40, 513}, {37, 20, 1000}, {500, 8, 70}, {1000, 33, 37}};
+    for (simd::Isa isa : testing::tested_isas()) {
+        simd::force(isa);
+        for (const GemmCase& c : cases)
+            for (int team : {2, 3})
+                for (bool ta : {false, true}) {
+                    std::ostringstream what;
+                    what << simd::isa_name(isa) << " M=" << c.M << " N=" << c.N << " K=" << c.K << " ta=" << ta << " team=" << team;
+                    check_gemm(c, ta, false, 1.f, 0.f, rng, what.str(), true, team);
+                }
+    }
 }
 
 // gemm_row_blocks: blocks in order that cover A's rows in whole units, each at most

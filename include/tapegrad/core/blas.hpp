@@ -53,7 +53,8 @@ struct Kernels;
 template <class T>
 class PackedA {
 public:
-    PackedA(bool trans, std::int64_t M, std::int64_t K, const T* A, std::int64_t lda);
+    // `team` threads pack it (blocks of rows and depth: the same bits for any team).
+    PackedA(bool trans, std::int64_t M, std::int64_t K, const T* A, std::int64_t lda, int team = 1);
     bool trans() const { return trans_; }
     std::int64_t rows() const { return M_; }
     std::int64_t depth() const { return K_; }

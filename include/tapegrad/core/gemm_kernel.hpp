@@ -343,5 +343,6 @@ void sgemm_from(bool ta, std::int64_t M, std::int64_t N, std::int64_t K, float a
     }                                                                                                     \
     }                                                                                                     \
     const Kernels NAME = {&sgemm<ARCH>,      &sgemm_from<ARCH>, &packed_a_size,        &pack_a_all<ARCH>, \
-                          &packed_b_size,    &pack_b_all<ARCH>, &sgemm_packed<ARCH>,   Params<ARCH>::MR}; \
+                          &packed_b_size,    &pack_b_all<ARCH>, &sgemm_packed<ARCH>,   Params<ARCH>::MR, \
+                          static_cast<int>(Params<ARCH>::KC)}; \
     }

@@ -31,6 +31,7 @@ struct Kernels {
     void (*sgemm_packed)(std::int64_t Mpad, std::int64_t r0, std::int64_t m, std::int64_t N, std::int64_t K,
                          const float* a_packed, const float* b_packed, float* C, std::int64_t ldc);
     int mr;  // rows of A's micro-panels
+    int kc;  // depth of pack_a's blocks: block pc of k (a multiple of kc) starts at pc·Mpad
 };
 
 extern const Kernels avx2, avx512;
