@@ -148,9 +148,10 @@ PackedA<T>::PackedA(bool trans, std::int64_t M, std::int64_t K, const T* A, std:
         packed_ = Buffer<float>(kernels_->packed_a_size(M, K));
         // pack_a lays op(A) out as blocks of kc of depth, each of Mpad rows in panels of mr:
         // rows [i0, i1) of the block at depth pc (i0 a multiple of mr) are pack_a of those
-        // rows and that depth alone, at pc·Mpad + i0·kc. A team packs such pieces in turn
-        // (a weight packed by one thread while the other waited: 7% of dcgan_g1's transposed
-        // call at 2 threads); below kTeamPackFloats the team's start costs more than it saves.
+        // rows and that depth alone, at pc·Mpad + i0·d (d the block's depth, kc but for the
+        // last block). A team packs such pieces in turn (a weight packed by one thread while
+        // the other waited: 7% of dcgan_g1's transposed call at 2 threads); below
+        // kTeamPackFloats the team's start costs more than it saves.
         constexpr std::int64_t kTeamPackFloats = 1 << 15;
         const std::int64_t mr = kernels_->mr, kc = kernels_->kc, Mpad = (M + mr - 1) / mr * mr, depth_blocks = (K + kc - 1) / kc;
         const int nt = M * K >= kTeamPackFloats ? std::max(1, team) : 1;
