@@ -27,6 +27,13 @@ T dot_scalar(std::int64_t n, const T* x, const T* y) {
 }
 
 template <class T>
+bool all_finite_scalar(const T* p, std::int64_t n) {
+    T z = 0;
+    for (std::int64_t i = 0; i < n; ++i) z += p[i] * T(0);
+    return z == T(0);
+}
+
+template <class T>
 void interleave2_scalar(std::int64_t n, const T* a, const T* b, T* out, bool add) {
     for (std::int64_t i = 0; i < n; ++i) {
         out[2 * i] = add ? out[2 * i] + a[i] : a[i];
@@ -87,7 +94,7 @@ void permute_sum_scalar(const LanePermute* perms, std::int64_t n, const T* src, 
 
 template <class T>
 constexpr Kernels<T> scalar_table() {
-    return {&axpy_scalar<T>,     &fma_scalar<T>,       &dot_scalar<T>,       &interleave2_scalar<T>, &interleave_scalar<T>,
+    return {&axpy_scalar<T>,     &fma_scalar<T>,       &dot_scalar<T>,       &all_finite_scalar<T>, &interleave2_scalar<T>, &interleave_scalar<T>,
             &add_runs_scalar<T>, &copy_runs_scalar<T>, &transpose_scalar<T>, &permute_sum_scalar<T>,
             &permute_sum_scalar<T, true>, 64};
 }
@@ -111,6 +118,8 @@ template <class T>
 void fma(std::int64_t n, const T* a, const T* b, T* y) { active_kernels<T>().fma(n, a, b, y); }
 template <class T>
 T dot(std::int64_t n, const T* x, const T* y) { return active_kernels<T>().dot(n, x, y); }
+template <class T>
+bool all_finite(const T* p, std::int64_t n) { return active_kernels<T>().all_finite(p, n); }
 template <class T>
 void interleave2(std::int64_t n, const T* a, const T* b, T* out, bool add) { active_kernels<T>().interleave2(n, a, b, out, add); }
 template <class T>
@@ -145,6 +154,7 @@ void permute_copy(const LanePermute* perms, std::int64_t n, const T* src, std::i
     template void axpy<T>(std::int64_t, T, const T*, T*);                                                       \
     template void fma<T>(std::int64_t, const T*, const T*, T*);                                                 \
     template T dot<T>(std::int64_t, const T*, const T*);                                                        \
+    template bool all_finite<T>(const T*, std::int64_t);                                                        \
     template void interleave2<T>(std::int64_t, const T*, const T*, T*, bool);                                   \
     template void interleave<T>(std::int64_t, std::int64_t, const T* const*, T*);                               \
     template void add_runs<T>(const Run*, std::int64_t, const T*, T*);                                          \

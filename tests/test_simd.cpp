@@ -193,7 +193,7 @@ TEST_CASE("the instruction-set switch names what it does and refuses unknown set
     CHECK_THROWS_WITH(simd::parse_isa("avx9"), Catch::Contains("unknown instruction set 'avx9'"));
 }
 
-TEST_CASE("vector kernels (axpy, fma, dot) match plain loops at every instruction set", "[simd][vec]") {
+TEST_CASE("vector kernels (axpy, fma, dot, all_finite) match plain loops at every instruction set", "[simd][vec]") {
     const simd::Isa before = simd::active();
     std::mt19937_64 rng(9);
     std::uniform_real_distribution<double> u(-1, 1);
@@ -216,6 +216,23 @@ TEST_CASE("vector kernels (axpy, fma, dot) match plain loops at every instructio
             for (std::int64_t i = 0; i < n; ++i) { exact += double(af[i]) * double(bf[i]); mag += std::fabs(double(af[i]) * double(bf[i])); }
             CHECK(std::fabs(vec::dot(n, af.data(), bf.data()) - exact) <= (n + 2) * 6e-8 * mag + 1e-30);
             CHECK(std::fabs(vec::dot(n, a.data(), b.data()) - exact) <= (n + 2) * 1.2e-16 * mag + 1e-7 * mag);
+            // all_finite: true on finite values (huge ones too), false with one infinity or NaN
+            // planted at any position (whole vectors, the four-vector loop and the tail alike)
+            std::vector<float> big = af;
+            if (n > 0) big[n / 3] = std::numeric_limits<float>::max();
+            CHECK(vec::all_finite(big.data(), n));
+            CHECK(vec::all_finite(a.data(), n));
+            for (std::int64_t i = 0; i < n; ++i)
+                for (double bad : {std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity(),
+                                   std::numeric_limits<double>::quiet_NaN()}) {
+                    std::vector<float> pf = big;
+                    std::vector<double> pd = a;
+                    pf[i] = static_cast<float>(bad);
+                    pd[i] = bad;
+                    INFO("planted " << bad << " at " << i);
+                    CHECK_FALSE(vec::all_finite(pf.data(), n));
+                    CHECK_FALSE(vec::all_finite(pd.data(), n));
+                }
             // add_runs: two runs over the same destination, the second overlapping the first's tail
             std::vector<float> acc(yf), want_acc(yf);
             const std::int64_t h = n / 2;

@@ -6,15 +6,9 @@
 
 namespace tg::vec {
 
-// Whether no element of p[0, n) is an infinity or a NaN.
-template <class T>
-bool all_finite(const T* p, std::int64_t n) {
-    T z = 0;  // 0·v is 0 for every finite v and NaN for an infinity or a NaN
-#pragma omp simd reduction(+ : z)
-    for (std::int64_t i = 0; i < n; ++i) z += p[i] * T(0);
-    return z == T(0);
-}
-
+// Whether no element of p[0, n) is an infinity or a NaN (0·v is 0 for every finite v and
+// NaN otherwise; summed in several vectors: the direct kernels check whole operands with it).
+template <class T> bool all_finite(const T* p, std::int64_t n);
 // y[i] += a · x[i]
 template <class T> void axpy(std::int64_t n, T a, const T* x, T* y);
 // y[i] += a[i] · b[i]

@@ -14,6 +14,7 @@ struct Kernels {
     void (*axpy)(std::int64_t n, T a, const T* x, T* y);
     void (*fma)(std::int64_t n, const T* a, const T* b, T* y);
     T (*dot)(std::int64_t n, const T* x, const T* y);
+    bool (*all_finite)(const T* p, std::int64_t n);
     void (*interleave2)(std::int64_t n, const T* a, const T* b, T* out, bool add);
     void (*interleave)(std::int64_t n, std::int64_t s, const T* const* src, T* out);
     void (*add_runs)(const Run* runs, std::int64_t n, const T* src, T* dst);
