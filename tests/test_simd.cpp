@@ -310,16 +310,17 @@ namespace {
 // `step` into phase rows `ps` apart) and merge_rows (back), each on a source that holds
 // exactly the elements read (AddressSanitizer sees any read past them) and a destination
 // whose elements outside the rows written keep their sentinel.
-void check_phase_rows(const simd_small::Kernels<float>& k, std::int64_t len, std::int64_t step, std::int64_t rows,
+template <class T>
+void check_phase_rows(const simd_small::Kernels<T>& k, std::int64_t len, std::int64_t step, std::int64_t rows,
                       std::int64_t count) {
     const std::int64_t per = (len + step - 1) / step, ps = per + 3, ldd = step * ps + 1, grid_c = rows * ldd + 2;
     const std::int64_t lds = len + 2, tensor_c = rows * lds + 1;
     std::vector<std::int64_t> list;
     for (std::int64_t r = rows - 1; r >= 0; --r) list.insert(list.end(), {r * lds, 1 + r * ldd});
     const std::int64_t n_src = len > 0 ? (count - 1) * tensor_c + (rows - 1) * lds + len : 0;
-    std::vector<float> src(static_cast<std::size_t>(n_src));
-    for (std::int64_t i = 0; i < n_src; ++i) src[i] = float(i + 1);
-    std::vector<float> grid(static_cast<std::size_t>(count * grid_c + 1), -7.f), want = grid;
+    std::vector<T> src(static_cast<std::size_t>(n_src));
+    for (std::int64_t i = 0; i < n_src; ++i) src[i] = T(i + 1);
+    std::vector<T> grid(static_cast<std::size_t>(count * grid_c + 1), T(-7)), want = grid;
     for (std::int64_t c = 0; c < count; ++c)
         for (std::int64_t r = 0; r < rows; ++r)
             for (std::int64_t q = 0; q < per; ++q)
@@ -330,8 +331,8 @@ void check_phase_rows(const simd_small::Kernels<float>& k, std::int64_t len, std
 
     // merge_rows from the phase rows just checked (read through a copy holding exactly them).
     const std::int64_t n_phase = len > 0 ? 1 + (count - 1) * grid_c + (rows - 1) * ldd + (step - 1) * ps + per : 0;
-    std::vector<float> phases(want.begin(), want.begin() + n_phase);
-    std::vector<float> back(static_cast<std::size_t>(n_src + 1), -7.f), back_want = back;
+    std::vector<T> phases(want.begin(), want.begin() + n_phase);
+    std::vector<T> back(static_cast<std::size_t>(n_src + 1), T(-7)), back_want = back;
     for (std::int64_t c = 0; c < count; ++c)
         for (std::int64_t r = 0; r < rows; ++r)
             for (std::int64_t e = 0; e < len; ++e) back_want[c * tensor_c + r * lds + e] = src[c * tensor_c + r * lds + e];
@@ -403,12 +404,14 @@ TEST_CASE("the small-channel kernels' grid copy matches its definition at every 
     for (simd::Isa isa : tg::testing::tested_isas()) {
         static constexpr simd::Dispatch<simd_small::Kernels<float>> tables{simd_small::f32_scalar, simd_small::f32_avx2,
                                                                           simd_small::f32_avx512};
-        const simd_small::Kernels<float>& k = tables.on(isa);
-        for (std::int64_t step : {1, 2, 3, 4, 5})
-            for (std::int64_t len : {0, 1, 2, 3, 4, 5, 7, 8, 9, 12, 14, 15, 16, 17, 24, 28, 31, 32, 33, 40, 64, 65, 129})
+        static constexpr simd::Dispatch<simd_small::Kernels<double>> tables64{simd_small::f64_scalar, simd_small::f64_avx2,
+                                                                             simd_small::f64_avx512};
+        for (std::int64_t step : {1, 2, 3, 4, 5, 7})
+            for (std::int64_t len : {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 13, 14, 15, 16, 17, 24, 28, 31, 32, 33, 40, 64, 65, 129})
                 for (std::int64_t rows : {1, 3}) {
                     INFO(simd::isa_name(isa) << " step " << step << " len " << len << " rows " << rows);
-                    check_phase_rows(k, len, step, rows, 2);
+                    check_phase_rows(tables.on(isa), len, step, rows, 2);
+                    check_phase_rows(tables64.on(isa), len, step, rows, 2);
                 }
     }
 }
