@@ -87,10 +87,13 @@ bool small_fits(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, Tr
     // At most kSmallTinyOg o-side channels from many i-side ones (a map of a few channels made
     // from, or made into, 64-256): the GEMM's forward M and transposed K are that short. The
     // small-channel kernels took 0.29-0.86 of the GEMM path's time on 13 such layers (4-8 from
-    // 64-256 channels, 1-D to 3-D, images up to 128 × 128), at any image size; the weight
-    // gradient only unstrided (k3 s2 on 64 × 64: 1.20). With 16 o-side channels they lost
+    // 64-256 channels, 1-D to 3-D, images up to 128 × 128), at any image size. The weight
+    // gradient too, strided or not: on 16 random strided layers (2-8 from 48-256, k3-k5 s2-s3,
+    // 1-D to 3-D) 0.13-0.93 of the GEMM path's or the channel rows' time on 14 (the 3-D ones
+    // 0.13-0.49), 1.05 and 1.25 on the other two (Zen 5, AVX-512, 1 thread; AVX2 0.27-0.93 but
+    // where the rows' vectors are whole: plan_conv). With 16 o-side channels they lost
     // (1.01-1.55), with 64 and 3 i-side ones too (dcgan_g4's: 1.23-1.45).
-    if (g.Og <= kSmallTinyOg && g.Ig > kSmallIg) return kind != ConvKind::WeightGrad || !strided(g);
+    if (g.Og <= kSmallTinyOg && g.Ig > kSmallIg) return true;
     const PhaseGrid pg(g);
     // At most kSmallTinyOg o-side channels from at most kSmallIg (not depthwise): all three
     // calls, whatever the grids' padding, on images of up to kSmallTinyImageBytes of grids.
@@ -135,13 +138,20 @@ bool rows_grad_fits(const ConvGeometry& g, std::int64_t Cr, std::int64_t Cd, boo
     return Cd >= kRowsMinChannels && !padded && (Cr >= kRowsMinChannels || tile_rows >= kRowsGradMinRows);
 }
 
+// Whether the channel rows' Cd result channels leave a quarter or more of their vectors empty.
+bool rows_padded(std::int64_t Cd, std::size_t elem_bytes) { return 4 * Cd <= 3 * rows_padded_channels(Cd, elem_bytes); }
+
 // Where both direct kernels fit a weight gradient, the channel rows' (0.44-0.86 of the
 // small-channel kernels' time at 1 and 2 threads; the classifier's second layer 1.46 -> 0.92
 // ms at 1 thread, 0.85 -> 0.69 at 2), but not in a team of sleeping threads: there each of
 // the rows' barriers, two a chunk of images, is a wake-up (that layer 0.92 -> 1.09 ms at 2
-// threads with OMP_WAIT_POLICY=passive), and the small-channel kernels have none.
-bool rows_grad_first(ConvKind kind, int team) {
-    return kind == ConvKind::WeightGrad && (team <= 1 || !team_threads_sleep());
+// threads with OMP_WAIT_POLICY=passive), and the small-channel kernels have none; nor for
+// kSmallTinyOg result channels in half-empty vectors (8 at AVX-512): 5 strided layers of 8
+// from 48-128 took 0.42-1.05 of the rows' time on the small-channel kernels (Zen 5, 1 thread;
+// at AVX2, whose vectors the 8 fill, 0.78-1.45).
+bool rows_grad_first(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, int team) {
+    return kind == ConvKind::WeightGrad && (team <= 1 || !team_threads_sleep()) &&
+           !(g.Og <= kSmallTinyOg && rows_padded(g.Og, elem_bytes));
 }
 
 // The rule for the channel-row kernels: NCX and NXC calls with at least kRowsMinChannels
@@ -194,7 +204,7 @@ bool rows_fits(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, Tra
                       (tr ? many_taps || small_image : g.D() >= 2 && !disjoint && tap_bytes < kRowsTapBytes);
     const std::int64_t max_result = wide ? kRowsMaxGradResult : kRowsMaxResult;
     if (Cd > max_result || tap_bytes > kRowsTapBytes) return false;
-    const bool padded = 4 * Cd <= 3 * cp;
+    const bool padded = rows_padded(Cd, elem_bytes);
     if (kind == ConvKind::WeightGrad) return rows_grad_fits(g, Cr, Cd, padded);
     if (Cd < kRowsMinChannels || padded) return false;
     // A 3-D forward call with fewer reduction channels where a tenth of the taps or more land
@@ -287,7 +297,7 @@ ConvPlan plan_conv(ConvKind kind, const ConvGeometry& g, int team, std::int64_t 
     // kernels are also 2.2-2.4× the depthwise kernels' speed on NCX depthwise layers of some
     // size; the depthwise kernels keep NXC and the smallest.
     const bool rows = rows_fits(kind, g, elem_bytes, algo, small);
-    const bool rows_first = rows && (rows_grad_first(kind, team) || std::min(g.Ig, g.Og) >= kRowsOverSmall);
+    const bool rows_first = rows && (rows_grad_first(kind, g, elem_bytes, team) || std::min(g.Ig, g.Og) >= kRowsOverSmall);
     if (small_fits(kind, g, elem_bytes, algo, small) && !rows_first) {
         p.strategy = ConvStrategy::Small;
         p.team = std::max(1, team);
