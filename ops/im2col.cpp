@@ -688,7 +688,7 @@ void col2im(const ConvGeometry& g, const T* col, const ColTile& tile, std::int64
                     for (const InterleaveRun& r : pr.interleaves) {
                         const T* ph[vec::kInterleaveMaxWays];
                         for (std::int64_t p = 0; p < sl; ++p) ph[p] = src + r.src[p];
-                        vk.interleave(r.len, sl, ph, xc + r.dst);
+                        vk.interleave(r.len, sl, ph, xc + r.dst, false);
                     }
                     scatter(pr.scatter, src, xc, sl);
                 }

@@ -42,9 +42,9 @@ void interleave2_scalar(std::int64_t n, const T* a, const T* b, T* out, bool add
 }
 
 template <class T>
-void interleave_scalar(std::int64_t n, std::int64_t s, const T* const* src, T* out) {
+void interleave_scalar(std::int64_t n, std::int64_t s, const T* const* src, T* out, bool add) {
     for (std::int64_t q = 0; q < n; ++q)
-        for (std::int64_t p = 0; p < s; ++p) out[s * q + p] = src[p][q];
+        for (std::int64_t p = 0; p < s; ++p) out[s * q + p] = add ? out[s * q + p] + src[p][q] : src[p][q];
 }
 
 template <class T>
@@ -123,7 +123,9 @@ bool all_finite(const T* p, std::int64_t n) { return active_kernels<T>().all_fin
 template <class T>
 void interleave2(std::int64_t n, const T* a, const T* b, T* out, bool add) { active_kernels<T>().interleave2(n, a, b, out, add); }
 template <class T>
-void interleave(std::int64_t n, std::int64_t s, const T* const* src, T* out) { active_kernels<T>().interleave(n, s, src, out); }
+void interleave(std::int64_t n, std::int64_t s, const T* const* src, T* out, bool add) {
+    active_kernels<T>().interleave(n, s, src, out, add);
+}
 template <class T>
 void add_runs(const Run* runs, std::int64_t n, const T* src, T* dst) { active_kernels<T>().add_runs(runs, n, src, dst); }
 template <class T>
@@ -156,7 +158,7 @@ void permute_copy(const LanePermute* perms, std::int64_t n, const T* src, std::i
     template T dot<T>(std::int64_t, const T*, const T*);                                                        \
     template bool all_finite<T>(const T*, std::int64_t);                                                        \
     template void interleave2<T>(std::int64_t, const T*, const T*, T*, bool);                                   \
-    template void interleave<T>(std::int64_t, std::int64_t, const T* const*, T*);                               \
+    template void interleave<T>(std::int64_t, std::int64_t, const T* const*, T*, bool);                         \
     template void add_runs<T>(const Run*, std::int64_t, const T*, T*);                                          \
     template void copy_runs<T>(const LaneRun*, std::int64_t, const T*, std::int64_t, T*, std::int64_t, std::int64_t, \
                                std::int64_t);                                                                   \

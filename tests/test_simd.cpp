@@ -254,7 +254,7 @@ TEST_CASE("vector kernels (axpy, fma, dot, all_finite) match plain loops at ever
             }
             // interleave: s phase rows of n (distinct values: from the phase and the index) into
             // one row of s·n, one element past it kept (its sentinel); f32 and f64
-            for (std::int64_t s = 1; s <= 5; ++s) {
+            for (std::int64_t s = 1; s <= 9; ++s) {
                 std::vector<std::vector<float>> ph(static_cast<std::size_t>(s));
                 std::vector<std::vector<double>> phd(static_cast<std::size_t>(s));
                 std::vector<const float*> pf;
@@ -273,6 +273,16 @@ TEST_CASE("vector kernels (axpy, fma, dot, all_finite) match plain loops at ever
                     for (std::int64_t p = 0; p < s; ++p) {
                         CHECK(row[s * q + p] == ph[p][q]);
                         CHECK(rowd[s * q + p] == phd[p][q]);
+                    }
+                CHECK(row.back() == -1.f);
+                CHECK(rowd.back() == -1.0);
+                // with add: the same values added into the row once more
+                vec::interleave(n, s, pf.data(), row.data(), true);
+                vec::interleave(n, s, pd.data(), rowd.data(), true);
+                for (std::int64_t q = 0; q < n; ++q)
+                    for (std::int64_t p = 0; p < s; ++p) {
+                        CHECK(row[s * q + p] == 2 * ph[p][q]);
+                        CHECK(rowd[s * q + p] == 2 * phd[p][q]);
                     }
                 CHECK(row.back() == -1.f);
                 CHECK(rowd.back() == -1.0);

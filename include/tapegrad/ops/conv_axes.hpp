@@ -176,7 +176,7 @@ struct PhasePlane {
             return;
         }
         // Every phase row: one interleave of their common length, the rest element by element.
-        if (!add && s <= vec::kInterleaveMaxWays && XL / s >= vec::kInterleaveMin) {
+        if (s <= vec::kInterleaveMaxWays && XL / s >= vec::kInterleaveMin) {
             const T* ph[vec::kInterleaveMaxWays];
             for (std::int64_t r = b.r0; r < b.r1; ++r, plane += XL, pm += XL) {
                 std::int64_t m = b.x1 - b.x0;
@@ -184,8 +184,11 @@ struct PhasePlane {
                     ph[p] = pm + phase_off[static_cast<std::size_t>(p)] + b.x0 / s;
                     m = std::min(m, b.x1 > p + b.x0 ? (b.x1 - p - b.x0 + s - 1) / s : 0);
                 }
-                vec::interleave(m, s, ph, plane + b.x0);
-                for (std::int64_t x = b.x0 + m * s; x < b.x1; ++x) plane[x] = ph[(x - b.x0) % s][(x - b.x0) / s];
+                vec::interleave(m, s, ph, plane + b.x0, add);
+                for (std::int64_t x = b.x0 + m * s; x < b.x1; ++x) {
+                    const T v = ph[(x - b.x0) % s][(x - b.x0) / s];
+                    plane[x] = add ? plane[x] + v : v;
+                }
             }
             return;
         }

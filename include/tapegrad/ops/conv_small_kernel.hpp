@@ -293,7 +293,7 @@ void merge_rows(const PhaseRows<T>& a) {
             } else if (step <= kMaxWays) {
                 const T* phase[kMaxWays];
                 for (std::int64_t p = 0; p < step; ++p) phase[p] = s + p * ps;
-                vec::kernel::interleave<Arch, T>(whole, step, phase, d);
+                vec::kernel::interleave<Arch, T>(whole, step, phase, d, false);
             } else {
                 vec::kernel::transpose<Arch, T>(s, ps, step, whole, d, step);  // d[q·step + p] = s[p·ps + q]
             }

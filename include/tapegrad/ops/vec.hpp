@@ -20,14 +20,15 @@ template <class T> T dot(std::int64_t n, const T* x, const T* y);
 // `add`, out[2i] += a[i], out[2i + 1] += b[i].
 template <class T> void interleave2(std::int64_t n, const T* a, const T* b, T* out, bool add = false);
 
-// out[s·q + p] = src[p][q] for q < n, p < s (s phase rows back into one row): vectors for
-// s ≤ kInterleaveMaxWays (interleave2's for s = 2), element by element above. Callers take it for s ≥ 3 from
-// kInterleaveMin elements a phase row on: shorter ones were faster as strided copies (3-D
-// k3 s3 rows of 4-5: 1.11× slower with it; rows of 8 level; of 32-64 0.86-0.94).
-template <class T> void interleave(std::int64_t n, std::int64_t s, const T* const* src, T* out);
+// out[s·q + p] = src[p][q] for q < n, p < s (s phase rows back into one row); with `add`,
+// out[s·q + p] += src[p][q]: vectors for s ≤ kInterleaveMaxWays (interleave2's for s = 2),
+// element by element above. Callers take it for s ≥ 3 from kInterleaveMin elements a phase
+// row on: shorter ones were faster as strided copies (3-D k3 s3 rows of 4-5: 1.11× slower
+// with it; rows of 8 level; of 32-64 0.86-0.94).
+template <class T> void interleave(std::int64_t n, std::int64_t s, const T* const* src, T* out, bool add = false);
 inline constexpr std::int64_t kInterleaveMin = 8;
 // The most phase rows interleave takes as vectors.
-inline constexpr std::int64_t kInterleaveMaxWays = 4;
+inline constexpr std::int64_t kInterleaveMaxWays = 8;
 
 // A run of `len` elements from offset `src` added to offset `dst`.
 struct Run {

@@ -16,7 +16,7 @@ struct Kernels {
     T (*dot)(std::int64_t n, const T* x, const T* y);
     bool (*all_finite)(const T* p, std::int64_t n);
     void (*interleave2)(std::int64_t n, const T* a, const T* b, T* out, bool add);
-    void (*interleave)(std::int64_t n, std::int64_t s, const T* const* src, T* out);
+    void (*interleave)(std::int64_t n, std::int64_t s, const T* const* src, T* out, bool add);
     void (*add_runs)(const Run* runs, std::int64_t n, const T* src, T* dst);
     void (*copy_runs)(const LaneRun* runs, std::int64_t n, const T* src, std::int64_t step, T* dst, std::int64_t count,
                       std::int64_t src_stride, std::int64_t dst_stride);
