@@ -145,12 +145,16 @@ bool rows_padded(std::int64_t Cd, std::size_t elem_bytes) { return 4 * Cd <= 3 *
 // small-channel kernels' time at 1 and 2 threads; the classifier's second layer 1.46 -> 0.92
 // ms at 1 thread, 0.85 -> 0.69 at 2), but not in a team of sleeping threads: there each of
 // the rows' barriers, two a chunk of images, is a wake-up (that layer 0.92 -> 1.09 ms at 2
-// threads with OMP_WAIT_POLICY=passive), and the small-channel kernels have none; nor for
-// kSmallTinyOg result channels in half-empty vectors (8 at AVX-512): 5 strided layers of 8
-// from 48-128 took 0.42-1.05 of the rows' time on the small-channel kernels (Zen 5, 1 thread;
-// at AVX2, whose vectors the 8 fill, 0.78-1.45).
+// threads with OMP_WAIT_POLICY=passive), and the small-channel kernels have none. Where the
+// rows split the images instead (fewer than kRowsMinChannels reduction channels, two images or
+// more: rows_weight_grad), they fork once and have no barrier either, so they come first for
+// sleeping teams too (dcgan_g4 at 2 threads: RESULTS). Not for kSmallTinyOg result channels
+// in half-empty vectors (8 at AVX-512): 5 strided layers of 8 from 48-128 took 0.42-1.05 of
+// the rows' time on the small-channel kernels (Zen 5, 1 thread; at AVX2, whose vectors the 8
+// fill, 0.78-1.45).
 bool rows_grad_first(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, int team) {
-    return kind == ConvKind::WeightGrad && (team <= 1 || !team_threads_sleep()) &&
+    const bool no_barriers = team <= 1 || (g.Ig < kRowsMinChannels && g.N >= kRowsGradImageParts);
+    return kind == ConvKind::WeightGrad && (no_barriers || !team_threads_sleep()) &&
            !(g.Og <= kSmallTinyOg && rows_padded(g.Og, elem_bytes));
 }
 

@@ -213,25 +213,27 @@ TEST_CASE("conv plan: the small-channel rule", "[conv_plan]") {
     // A group's weight (Og·R) past kSmallGradWeights: 256 o-side channels from 16 with 4x4
     // taps (R = 256; the small-channel kernels took 9× the GEMM path's time) or from 4 with
     // 5x5 (R = 100); 8 -> 64 with 4x4 is 8 192 weights and keeps them (where the channel rows,
-    // first for the weight gradient, do not take it), 9 -> 64 is 9 216 (the channel rows).
+    // first for the weight gradient, do not take it: with fewer than 16 reduction channels
+    // and two images or more they split the images, no barriers, so sleeping teams too take
+    // them), 9 -> 64 is 9 216 (the channel rows).
     CHECK(plan(ConvKind::WeightGrad, conv2d(16, 16, 256, 8, 4)).strategy != ConvStrategy::Small);
     CHECK(plan(ConvKind::WeightGrad, conv2d(4, 4, 256, 16, 5)).strategy != ConvStrategy::Small);
     const ConvGeometry w8 = conv2d(8, 8, 64, 16, 4), w9 = conv2d(8, 9, 64, 16, 4);
     CHECK(w8.Og * w8.R() == kSmallGradWeights);
-    CHECK(plan(ConvKind::WeightGrad, w8).strategy == (team_threads_sleep() ? ConvStrategy::Small : ConvStrategy::Rows));
+    CHECK(plan(ConvKind::WeightGrad, w8).strategy == ConvStrategy::Rows);
     CHECK(plan(ConvKind::WeightGrad, w9).strategy == ConvStrategy::Rows);
     // More channels than the rule's limits on either side: forward and transposed on the
     // GEMM paths; the weight gradients by R alone (80, 297 and 72 columns), the first where
-    // the channel rows do not take it (64 result channels: they do, unless teams sleep).
+    // the channel rows do not take it (64 result channels from 5: they do, splitting the images).
     const ConvGeometry m5 = conv2d(16, 5, 64, 32, 4), m33 = conv2d(16, 33, 32, 16, 3), o33 = conv2d(8, 8, 33, 16, 3);
     for (const ConvGeometry& g : {m5, m33, o33}) {
         CHECK(plan(ConvKind::Forward, g).strategy != ConvStrategy::Small);
         CHECK(plan(ConvKind::Transposed, g).strategy != ConvStrategy::Small);
     }
-    CHECK(plan(ConvKind::WeightGrad, m5).strategy == (team_threads_sleep() ? ConvStrategy::Small : ConvStrategy::Rows));
+    CHECK(plan(ConvKind::WeightGrad, m5).strategy == ConvStrategy::Rows);
     CHECK(plan(ConvKind::WeightGrad, m33).strategy != ConvStrategy::Small);
     // (33 result channels fill AVX2's vectors to 40, within the rows' quarter: theirs there)
-    const bool rows33 = 4 * 33 > 3 * rows_padded_channels(33, 4) && !team_threads_sleep();
+    const bool rows33 = 4 * 33 > 3 * rows_padded_channels(33, 4);  // (8 reduction channels: images split)
     CHECK(plan(ConvKind::WeightGrad, o33).strategy == (rows33 ? ConvStrategy::Rows : ConvStrategy::Small));
     // 32 channels on both sides (grouped_g8's groups): all three take the channel-row kernels.
     for (ConvKind k : kinds) CHECK(plan(k, conv2d(16, 32, 32, 16, 3)).strategy == ConvStrategy::Rows);
@@ -241,10 +243,12 @@ TEST_CASE("conv plan: the small-channel rule", "[conv_plan]") {
     CHECK(plan(ConvKind::Forward, v).strategy != ConvStrategy::Small);
     CHECK(plan(ConvKind::Transposed, v).strategy != ConvStrategy::Small);
     // A weight gradient 48 columns wide (dcgan_g4's: 3 i-side channels, 4x4 taps) is direct
-    // (the channel rows', unless teams sleep); its forward and transposed (64 o-side channels)
-    // are not.
-    const ConvGeometry g4 = conv2d(16, 3, 64, 32, 4);
-    CHECK(plan(ConvKind::WeightGrad, g4).strategy == (team_threads_sleep() ? ConvStrategy::Small : ConvStrategy::Rows));
+    // (the channel rows', which split its 16 images: sleeping teams too; of one image, a team's
+    // grid of pairs with barriers: the small-channel kernels where teams sleep); its forward
+    // and transposed (64 o-side channels) are not.
+    const ConvGeometry g4 = conv2d(16, 3, 64, 32, 4), g4one = conv2d(1, 3, 64, 32, 4);
+    CHECK(plan(ConvKind::WeightGrad, g4).strategy == ConvStrategy::Rows);
+    CHECK(plan(ConvKind::WeightGrad, g4one).strategy == (team_threads_sleep() ? ConvStrategy::Small : ConvStrategy::Rows));
     CHECK(plan(ConvKind::Forward, g4).strategy != ConvStrategy::Small);
     // At most kSmallTinyOg o-side channels from more than kSmallIg i-side ones: direct at any
     // image size (past a core's L2 here), strided or not; 16 o-side channels are not.
@@ -457,14 +461,14 @@ TEST_CASE("conv plan: the channel-row rule", "[conv_plan]") {
                                       .stride = {s, s}, .dilation = {d, d}, .pads_begin = {1, 1}, .pads_end = {1, 1}});
     };
     CHECK(grad(layer(3, 64, 4, 2), 1) == ConvStrategy::Rows);  // dcgan_g4's: 3 · 4 rows a pair
-    CHECK(grad(layer(3, 64, 4, 2), 2) == (team_threads_sleep() ? ConvStrategy::Small : ConvStrategy::Rows));
+    CHECK(grad(layer(3, 64, 4, 2), 2) == ConvStrategy::Rows);  // images split: no barriers, sleeping or not
     CHECK(grad(layer(1, 16, 3, 1), 1) != ConvStrategy::Rows);  // the classifier's first layer: 3 rows
     CHECK(grad(layer(4, 16, 3, 1, 2), 1) != ConvStrategy::Rows);  // dilated: 4 rows
     CHECK(grad(layer(4, 16, 3, 1), 1) == ConvStrategy::Rows);     // 12
     CHECK(grad(layer(16, 16, 3, 1), 1) == ConvStrategy::Rows);  // small-channel kernels fit too: rows first
     CHECK(grad(layer(16, 16, 3, 1), 2) == (team_threads_sleep() ? ConvStrategy::Small : ConvStrategy::Rows));
     // 24 result channels: three whole vectors at AVX2, padded by a quarter at AVX-512
-    CHECK((grad(layer(8, 24, 3, 1), 2) == ConvStrategy::Rows) == (rows_padded_channels(24, 4) == 24 && !team_threads_sleep()));
+    CHECK((grad(layer(8, 24, 3, 1), 2) == ConvStrategy::Rows) == (rows_padded_channels(24, 4) == 24));
     CHECK(grad(layer(48, 24, 3, 1), 2) == ConvStrategy::Rows);
     // 8 result channels: the channel rows where they fill a vector (AVX2), else (AVX-512) and
     // for sleeping teams the small-channel kernels
