@@ -94,9 +94,9 @@ void permute_sum_scalar(const LanePermute* perms, std::int64_t n, const T* src, 
 
 template <class T>
 constexpr Kernels<T> scalar_table() {
-    return {&axpy_scalar<T>,     &fma_scalar<T>,       &dot_scalar<T>,       &all_finite_scalar<T>, &interleave2_scalar<T>, &interleave_scalar<T>,
-            &add_runs_scalar<T>, &copy_runs_scalar<T>, &transpose_scalar<T>, &permute_sum_scalar<T>,
-            &permute_sum_scalar<T, true>, 64};
+    return {&axpy_scalar<T>,        &fma_scalar<T>,         &dot_scalar<T>,          &all_finite_scalar<T>,
+            &interleave2_scalar<T>, &interleave_scalar<T>,  &add_runs_scalar<T>,     &copy_runs_scalar<T>,
+            &transpose_scalar<T>,   &permute_sum_scalar<T>, &permute_sum_scalar<T, true>, 64};
 }
 
 }  // namespace
