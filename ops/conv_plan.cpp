@@ -153,7 +153,7 @@ bool rows_padded(std::int64_t Cd, std::size_t elem_bytes) { return 4 * Cd <= 3 *
 // the rows' time on the small-channel kernels (Zen 5, 1 thread; at AVX2, whose vectors the 8
 // fill, 0.78-1.45).
 bool rows_grad_first(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, int team) {
-    const bool no_barriers = team <= 1 || (g.Ig < kRowsMinChannels && g.N >= kRowsGradImageParts);
+    const bool no_barriers = team <= 1 || rows_grad_image_parts(g) > 1;
     return kind == ConvKind::WeightGrad && (no_barriers || !team_threads_sleep()) &&
            !(g.Og <= kSmallTinyOg && rows_padded(g.Og, elem_bytes));
 }

@@ -244,6 +244,10 @@ std::int64_t chunk_images(const Rows& R, std::int64_t N, std::int64_t extra, std
 
 }  // namespace
 
+std::int64_t rows_grad_image_parts(const ConvGeometry& g) {
+    return g.Ig < kRowsMinChannels ? std::clamp<std::int64_t>(g.N, 1, kRowsGradImageParts) : 1;
+}
+
 bool rows_grad_takes_runs(const ConvGeometry& g) { return grad_slices(g.Ig) == 1 && g.dilation.back() == 1; }
 
 std::int64_t rows_padded_channels(std::int64_t channels, std::size_t elem_bytes) {
@@ -503,7 +507,7 @@ bool rows_weight_grad(const ConvGeometry& g, const T* x, const T* u, T* dw, int 
     // gives one thread's bits. (A team's grid of pairs reads every image's gathered u on both
     // cores, and with few reduction channels too few sums hide it: dcgan_g4 at 2 threads took
     // 0.88 ms by the grid, 0.71 at 1 thread.)
-    const std::int64_t parts = R.Cr < kRowsMinChannels ? std::clamp<std::int64_t>(g.N, 1, kRowsGradImageParts) : 1;
+    const std::int64_t parts = rows_grad_image_parts(g);
     Buffer<T> dwt(parts * dsize);
     int nt = std::max(1, team);
     if (parts == 1) {

@@ -39,6 +39,10 @@ template <class T> bool rows_transposed(const ConvGeometry& g, const T* u, const
 // holds an infinity or a NaN (the halo's zeros).
 template <class T> bool rows_weight_grad(const ConvGeometry& g, const T* x, const T* u, T* dw, int team);
 
+// The parts rows_weight_grad sums the images in: kRowsGradImageParts (or N, if fewer) with
+// fewer than 16 i-side channels, each by one thread with no barrier; else 1 (the team's grid).
+std::int64_t rows_grad_image_parts(const ConvGeometry& g);
+
 // Whether rows_weight_grad's (group, tap) pairs sum runs of consecutive last-axis taps at
 // once: one slice of fewer than 16 i-side channels, dilation 1 on the last axis (the runs'
 // reads are then one stretch of each copied row). At 1 thread a run is the whole last axis.
