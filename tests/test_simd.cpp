@@ -301,7 +301,9 @@ template <class T>
 void check_copy_runs(std::int64_t len, std::int64_t lo, std::int64_t hi, std::int64_t step, std::int64_t count) {
     const std::int64_t ss = hi > lo ? (hi - lo - 1) * step + 1 + 3 : 5, ds = len + 2;
     const std::int64_t n_src = hi > lo ? (count - 1) * ss + (hi - lo - 1) * step + 1 : 1;
-    std::vector<T> src(static_cast<std::size_t>(n_src));
+    // (at least one element: with len 0 nothing is read, but an empty vector's data() is null,
+    // and the kernels' per-channel offsets from it are undefined: clang's UBSan)
+    std::vector<T> src(static_cast<std::size_t>(std::max<std::int64_t>(n_src, 1)));
     for (std::int64_t i = 0; i < n_src; ++i) src[i] = T(i + 1);
     std::vector<T> dst(static_cast<std::size_t>(count * ds + 1), T(-7)), want = dst;
     const vec::LaneRun run{0, 1, len, lo, hi};
@@ -328,7 +330,9 @@ void check_phase_rows(const simd_small::Kernels<T>& k, std::int64_t len, std::in
     std::vector<std::int64_t> list;
     for (std::int64_t r = rows - 1; r >= 0; --r) list.insert(list.end(), {r * lds, 1 + r * ldd});
     const std::int64_t n_src = len > 0 ? (count - 1) * tensor_c + (rows - 1) * lds + len : 0;
-    std::vector<T> src(static_cast<std::size_t>(n_src));
+    // (at least one element: with len 0 nothing is read, but an empty vector's data() is null,
+    // and the kernels' per-channel offsets from it are undefined: clang's UBSan)
+    std::vector<T> src(static_cast<std::size_t>(std::max<std::int64_t>(n_src, 1)));
     for (std::int64_t i = 0; i < n_src; ++i) src[i] = T(i + 1);
     std::vector<T> grid(static_cast<std::size_t>(count * grid_c + 1), T(-7)), want = grid;
     for (std::int64_t c = 0; c < count; ++c)
@@ -341,7 +345,7 @@ void check_phase_rows(const simd_small::Kernels<T>& k, std::int64_t len, std::in
 
     // merge_rows from the phase rows just checked (read through a copy holding exactly them).
     const std::int64_t n_phase = len > 0 ? 1 + (count - 1) * grid_c + (rows - 1) * ldd + (step - 1) * ps + per : 0;
-    std::vector<T> phases(want.begin(), want.begin() + n_phase);
+    std::vector<T> phases(want.begin(), want.begin() + std::max<std::int64_t>(n_phase, 1));
     std::vector<T> back(static_cast<std::size_t>(n_src + 1), T(-7)), back_want = back;
     for (std::int64_t c = 0; c < count; ++c)
         for (std::int64_t r = 0; r < rows; ++r)
