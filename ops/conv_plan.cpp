@@ -219,6 +219,25 @@ bool rows_fits(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, Tra
     return Cr >= kRowsMinChannels;
 }
 
+// The 3-D transposed call where the small-channel kernels fit, on the channel rows instead
+// where it has kRowsOverSmall result channels (i-side) or more, or kRowsMinChannels summing
+// kRowsTransposedSums products a result (Og·∏K/∏s), whatever its reduction channels. The
+// small-channel kernels compute every tap of every result position, the zeros of u's grid
+// included (3-D k5 on 8³ -> 12³: 70% of the products), and on a few o-side channels a register
+// tile stores its sums after a handful of products; the rows skip the taps that land outside u.
+// On 3-D layers the small-channel kernels had (Zen 5, AVX-512, 1 thread): 32-256 result
+// channels from 2-16, k3-k5 s1-s3, 0.32-0.80 of their time (10 layers); 16 from 16 at k5 s1
+// 0.59; 16 with fewer products (16-125) 0.83-1.49 (5 layers), 8 result channels 1.49. On 2-D
+// layers the rows were 0.52-1.17 of their time (20 layers), 1-D 0.99-3.1: not there.
+bool rows_over_small(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, TransposedAlgo algo, SmallConv mode) {
+    if (kind != ConvKind::Transposed || mode != SmallConv::Auto || algo != TransposedAlgo::Auto || g.D() != 3) return false;
+    if (g.Ig < kRowsMinChannels || rows_padded(g.Ig, elem_bytes) || skips_too_much(kind, g)) return false;
+    if (g.Og * rows_padded_channels(g.Ig, elem_bytes) * static_cast<std::int64_t>(elem_bytes) > kRowsTapBytes) return false;
+    std::int64_t strides = 1;
+    for (std::int64_t s : g.stride) strides *= s;
+    return g.Ig >= kRowsOverSmall || g.Og * g.kernel_numel() >= kRowsTransposedSums * strides;
+}
+
 // Columns per tile: buffers of about a core's L2 per thread (tiles do not grow with N, so
 // neither does the time per image), at least `min_cols` (the GEMM packs its A again for
 // every tile), and `nbuf` threads' buffers never past the budget.
@@ -300,9 +319,11 @@ ConvPlan plan_conv(ConvKind kind, const ConvGeometry& g, int team, std::int64_t 
     // tiles short of sums or their rows of taps short: bench/RESULTS.md). The small-channel
     // kernels are also 2.2-2.4× the depthwise kernels' speed on NCX depthwise layers of some
     // size; the depthwise kernels keep NXC and the smallest.
-    const bool rows = rows_fits(kind, g, elem_bytes, algo, small);
-    const bool rows_first = rows && (rows_grad_first(kind, g, elem_bytes, team) || std::min(g.Ig, g.Og) >= kRowsOverSmall);
-    if (small_fits(kind, g, elem_bytes, algo, small) && !rows_first) {
+    const bool small_fit = small_fits(kind, g, elem_bytes, algo, small);
+    const bool rows = rows_fits(kind, g, elem_bytes, algo, small) || (small_fit && rows_over_small(kind, g, elem_bytes, algo, small));
+    const bool rows_first = rows && (rows_grad_first(kind, g, elem_bytes, team) || std::min(g.Ig, g.Og) >= kRowsOverSmall ||
+                                     rows_over_small(kind, g, elem_bytes, algo, small));
+    if (small_fit && !rows_first) {
         p.strategy = ConvStrategy::Small;
         p.team = std::max(1, team);
         p.writes_all = kind != ConvKind::WeightGrad;

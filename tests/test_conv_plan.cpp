@@ -426,6 +426,20 @@ TEST_CASE("conv plan: the channel-row rule", "[conv_plan]") {
     CHECK(plan(ConvKind::Forward, a2).strategy == ConvStrategy::Small);
     CHECK(plan(ConvKind::Transposed, a2).strategy == ConvStrategy::Small);
     CHECK(plan(ConvKind::WeightGrad, a2).strategy == ConvStrategy::Rows);
+    // 3-D transposed calls that the small-channel kernels fit go to the channel rows with 32
+    // result (i-side) channels or more, or 16 summing kRowsTransposedSums products a result,
+    // whatever their reduction channels; 16 with fewer products, 8, and 2-D layers do not.
+    auto c3d = [](std::int64_t N, std::int64_t Ig, std::int64_t Og, std::int64_t X, std::int64_t k, std::int64_t s,
+                  std::int64_t p) {
+        return ConvGeometry::forward({.N = N, .C_in = Ig, .C_out = Og, .in_size = {X, X, X}, .kernel = {k, k, k},
+                                      .stride = {s, s, s}, .pads_begin = {p, p, p}, .pads_end = {p, p, p}});
+    };
+    const ConvGeometry r32 = c3d(4, 32, 8, 8, 5, 2, 2), r32s1 = c3d(2, 32, 4, 8, 3, 1, 1), r16 = c3d(4, 16, 16, 12, 5, 1, 0);
+    const ConvGeometry s16 = c3d(4, 16, 8, 12, 3, 2, 1), s8 = c3d(16, 8, 24, 11, 5, 2, 0);
+    CHECK(s16.Og * s16.kernel_numel() < kRowsTransposedSums * 8);
+    CHECK(r16.Og * r16.kernel_numel() >= kRowsTransposedSums);
+    for (const ConvGeometry& g : {r32, r32s1, r16}) CHECK(plan(ConvKind::Transposed, g).strategy == ConvStrategy::Rows);
+    for (const ConvGeometry& g : {s16, s8}) CHECK(plan(ConvKind::Transposed, g).strategy == ConvStrategy::Small);
     // dcgan_g2 (256 -> 128): both past the limits.
     for (ConvKind k : {ConvKind::Forward, ConvKind::Transposed})
         CHECK(plan(k, conv2d(16, 128, 256, 16, 4)).strategy != ConvStrategy::Rows);

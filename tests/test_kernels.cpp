@@ -63,15 +63,28 @@ std::size_t out_of_tolerance(const Tensor& got, const Tensor& want, const Tensor
     return bad;
 }
 
-// |got − want| ≤ factor·scale + tiny, elementwise; reports the worst element.
-void check_close(const Tensor& got, const Tensor& want, const Tensor& scale, double factor, const std::string& what) {
+// Half the spacing of dt's subnormals: the most that rounding a result of any scale to dt
+// can add (a 16-bit result near zero, a sum that cancels, is off by up to 2^-25 in f16
+// however small its products' scale).
+double subnormal_floor(DType dt) {
+    switch (dt) {
+        case DType::f16: return 0x1p-25;
+        case DType::bf16: return 0x1p-134;
+        case DType::f32: return 0x1p-150;
+        default: return 1e-300;
+    }
+}
+
+// |got − want| ≤ factor·scale + floor, elementwise; reports the worst element.
+void check_close(const Tensor& got, const Tensor& want, const Tensor& scale, double factor, const std::string& what,
+                 double floor = 1e-300) {
     REQUIRE(got.shape() == want.shape());
     const std::vector<double> g = got.values(), w = want.values(), s = scale.values();
     std::size_t bad = 0, worst = 0;
     double worst_ratio = 0;
     for (std::size_t i = 0; i < g.size(); ++i) {
         const double err = std::fabs(g[i] - w[i]);
-        const double tol = factor * s[i] + 1e-300;
+        const double tol = factor * s[i] + floor;
         if (!(err <= tol)) ++bad;
         const double ratio = err / tol;
         if (!(ratio <= worst_ratio)) { worst_ratio = ratio; worst = i; }
@@ -122,13 +135,13 @@ void check_against_reference(const ConvGeometry& g, DType dt, std::mt19937_64& r
         const std::string at = what + (isas.empty() ? "" : std::string(" at ") + simd::isa_name(isa));
         const Tensor y = conv_forward(x.to(dt), W.to(dt), g);
         CHECK(y.dtype() == dt);
-        check_close(y.to(DType::f64), ry, sy, f, at + " conv_forward");
+        check_close(y.to(DType::f64), ry, sy, f, at + " conv_forward", subnormal_floor(dt));
         const Tensor r = conv_transposed(u.to(dt), W.to(dt), g);
         CHECK(r.dtype() == dt);
-        check_close(r.to(DType::f64), rr, sr, f, at + " conv_transposed");
+        check_close(r.to(DType::f64), rr, sr, f, at + " conv_transposed", subnormal_floor(dt));
         const Tensor dW = conv_weight_grad(x.to(dt), u.to(dt), g);
         CHECK(dW.dtype() == dt);
-        check_close(dW.to(DType::f64), rw, sw, f, at + " conv_weight_grad");
+        check_close(dW.to(DType::f64), rw, sw, f, at + " conv_weight_grad", subnormal_floor(dt));
     }
 }
 
