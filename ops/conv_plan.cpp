@@ -207,8 +207,18 @@ bool rows_fits(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, Tra
     const bool wide = kind == ConvKind::WeightGrad ||
                       (tr ? many_taps || small_image : g.D() >= 2 && !disjoint && tap_bytes < kRowsTapBytes);
     const std::int64_t max_result = wide ? kRowsMaxGradResult : kRowsMaxResult;
-    if (Cd > max_result || tap_bytes > kRowsTapBytes) return false;
     const bool padded = rows_padded(Cd, elem_bytes);
+    // The transposed call of a few reduction channels (more than kSmallTinyOg, at most
+    // kRowsMinChannels) to any number of result channels, taps overlapping: the GEMM path's
+    // product has a reduction of those few channels and writes a column buffer ∏K times the
+    // result, and col2im adds it up again. On 15 such layers (9-16 o-side channels to 48-256,
+    // k3-k5 s1-s2, 1-D to 3-D, images to 52 MB) the rows took 0.29-0.78 of its time (Zen 5,
+    // AVX-512, 1 thread); with disjoint taps they lost on 1-D and large 2-D layers (1.1-1.4), and
+    // a 1-D one at stride 1 (9 -> 64, k3 on 256 positions) 1.3.
+    if (tr && Cr > kSmallTinyOg && Cr <= kRowsMinChannels && !g.taps_disjoint() && (g.D() > 1 || strided(g)) &&
+        Cd >= kRowsMinChannels && !padded && tap_bytes <= kRowsTapBytes)
+        return true;
+    if (Cd > max_result || tap_bytes > kRowsTapBytes) return false;
     if (kind == ConvKind::WeightGrad) return rows_grad_fits(g, Cr, Cd, padded);
     if (Cd < kRowsMinChannels || padded) return false;
     // A 3-D forward call with fewer reduction channels where a tenth of the taps or more land

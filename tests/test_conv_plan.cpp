@@ -440,6 +440,19 @@ TEST_CASE("conv plan: the channel-row rule", "[conv_plan]") {
     CHECK(r16.Og * r16.kernel_numel() >= kRowsTransposedSums);
     for (const ConvGeometry& g : {r32, r32s1, r16}) CHECK(plan(ConvKind::Transposed, g).strategy == ConvStrategy::Rows);
     for (const ConvGeometry& g : {s16, s8}) CHECK(plan(ConvKind::Transposed, g).strategy == ConvStrategy::Small);
+    // The transposed call of 9-16 o-side channels to any number of i-side ones, taps
+    // overlapping: the channel rows (past kRowsMaxResult too); disjoint taps and 1-D layers at
+    // stride 1 keep the GEMM path.
+    auto few = [](std::int64_t Og, std::int64_t Ig, Shape X, std::int64_t k, std::int64_t s) {
+        const std::size_t D = X.size();
+        return ConvGeometry::forward({.N = 4, .C_in = Ig, .C_out = Og, .in_size = X, .kernel = Shape(D, k),
+                                      .stride = Shape(D, s)});
+    };
+    CHECK(plan(ConvKind::Transposed, few(12, 128, {19, 19}, 4, 1)).strategy == ConvStrategy::Rows);
+    CHECK(plan(ConvKind::Transposed, few(16, 256, {29, 29}, 2, 1)).strategy == ConvStrategy::Rows);
+    CHECK(plan(ConvKind::Transposed, few(9, 96, {131}, 5, 2)).strategy == ConvStrategy::Rows);
+    CHECK(plan(ConvKind::Transposed, few(12, 128, {32, 32}, 2, 2)).strategy != ConvStrategy::Rows);
+    CHECK(plan(ConvKind::Transposed, few(9, 64, {258}, 3, 1)).strategy != ConvStrategy::Rows);
     // dcgan_g2 (256 -> 128): both past the limits.
     for (ConvKind k : {ConvKind::Forward, ConvKind::Transposed})
         CHECK(plan(k, conv2d(16, 128, 256, 16, 4)).strategy != ConvStrategy::Rows);

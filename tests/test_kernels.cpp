@@ -226,6 +226,21 @@ TEST_CASE("f32 and bf16 kernels match the reference at every SIMD instruction se
     }
 }
 
+// The transposed calls the plan gives the channel rows past the table's channel counts: 9-16
+// o-side channels to 136-160 i-side ones (more result channels than kRowsMaxGradResult), 2-D
+// and 3-D, at every instruction set.
+TEST_CASE("the channel rows' transposed call of a few o-side channels to many matches the reference at every instruction set",
+          "[kernels][simd]") {
+    std::mt19937_64 rng(78);
+    const ConvGeometry a = ConvGeometry::forward({.N = 2, .C_in = 160, .C_out = 12, .in_size = {9, 9}, .kernel = {3, 3}});
+    const ConvGeometry b = ConvGeometry::forward({.N = 1, .C_in = 136, .C_out = 9, .in_size = {7, 7, 7}, .kernel = {3, 3, 3},
+                                                  .stride = {2, 2, 2}, .pads_begin = {1, 1, 1}, .pads_end = {1, 1, 1}});
+    for (const ConvGeometry& g : {a, b}) {
+        CHECK(plan_conv(ConvKind::Transposed, g, 1, workspace_budget(), 4, TransposedAlgo::Auto).strategy == ConvStrategy::Rows);
+        check_against_reference(g, DType::f32, rng, "few to many " + std::to_string(g.D()) + "-D", tg::testing::tested_isas());
+    }
+}
+
 // The weight gradient's im2col (im2col_ncx into the GEMM's transposed panels) fills the rows
 // of several panels at a time, as many channels of a tap as make its runs worth deciding
 // once: layers with more channels than the table's, whose reduction (Ig·∏K rows) spans
