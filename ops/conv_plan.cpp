@@ -47,6 +47,12 @@ bool depthwise(const ConvGeometry& g) { return g.Ig == 1 && g.Og == 1; }
 bool strided(const ConvGeometry& g) {
     return std::any_of(g.stride.begin(), g.stride.end(), [](std::int64_t s) { return s > 1; });
 }
+// ∏s: the result positions a tap's products are spread over.
+std::int64_t stride_product(const ConvGeometry& g) {
+    std::int64_t p = 1;
+    for (std::int64_t s : g.stride) p *= s;
+    return p;
+}
 
 // Where the direct kernels' work on positions no tap reaches (ConvGeometry::taps_reach: they
 // copy or compute every i-side position, the GEMM paths touch only those the taps reach)
@@ -198,8 +204,7 @@ bool rows_fits(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, Tra
     if (tr && disjoint) return false;
     const std::int64_t Cr = tr ? g.Og : g.Ig, Cd = tr ? g.Ig : g.Og;
     const std::int64_t cp = rows_padded_channels(Cd, elem_bytes);
-    std::int64_t strides = 1;
-    for (std::int64_t s : g.stride) strides *= s;
+    const std::int64_t strides = stride_product(g);
     const std::int64_t tap_bytes = Cr * cp * static_cast<std::int64_t>(elem_bytes);
     const std::int64_t result_bytes = g.N * g.G * g.Ig * g.in_numel() * static_cast<std::int64_t>(elem_bytes);
     const bool many_taps = g.kernel_numel() >= kRowsTransposedTaps * strides &&
@@ -212,9 +217,9 @@ bool rows_fits(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, Tra
     // kRowsMinChannels) to any number of result channels, taps overlapping: the GEMM path's
     // product has a reduction of those few channels and writes a column buffer ∏K times the
     // result, and col2im adds it up again. On 15 such layers (9-16 o-side channels to 48-256,
-    // k3-k5 s1-s2, 1-D to 3-D, images to 52 MB) the rows took 0.29-0.78 of its time (Zen 5,
-    // AVX-512, 1 thread); with disjoint taps they lost on 1-D and large 2-D layers (1.1-1.4), and
-    // a 1-D one at stride 1 (9 -> 64, k3 on 256 positions) 1.3.
+    // k2-k5 s1-s2, 1-D to 3-D, results to 52 MB) the rows took 0.20-0.96 of its time (geomean
+    // 0.50; Zen 5, AVX-512, 1 thread); with disjoint taps they lost on 1-D and large 2-D layers
+    // (1.1-1.4), and on a 1-D layer at stride 1 (9 -> 64, k3 on 256 positions) 1.3.
     if (tr && Cr > kSmallTinyOg && Cr <= kRowsMinChannels && !g.taps_disjoint() && (g.D() > 1 || strided(g)) &&
         Cd >= kRowsMinChannels && !padded && tap_bytes <= kRowsTapBytes)
         return true;
@@ -243,9 +248,7 @@ bool rows_over_small(ConvKind kind, const ConvGeometry& g, std::size_t elem_byte
     if (kind != ConvKind::Transposed || mode != SmallConv::Auto || algo != TransposedAlgo::Auto || g.D() != 3) return false;
     if (g.Ig < kRowsMinChannels || rows_padded(g.Ig, elem_bytes) || skips_too_much(kind, g)) return false;
     if (g.Og * rows_padded_channels(g.Ig, elem_bytes) * static_cast<std::int64_t>(elem_bytes) > kRowsTapBytes) return false;
-    std::int64_t strides = 1;
-    for (std::int64_t s : g.stride) strides *= s;
-    return g.Ig >= kRowsOverSmall || g.Og * g.kernel_numel() >= kRowsTransposedSums * strides;
+    return g.Ig >= kRowsOverSmall || g.Og * g.kernel_numel() >= kRowsTransposedSums * stride_product(g);
 }
 
 // Columns per tile: buffers of about a core's L2 per thread (tiles do not grow with N, so
@@ -330,9 +333,10 @@ ConvPlan plan_conv(ConvKind kind, const ConvGeometry& g, int team, std::int64_t 
     // kernels are also 2.2-2.4× the depthwise kernels' speed on NCX depthwise layers of some
     // size; the depthwise kernels keep NXC and the smallest.
     const bool small_fit = small_fits(kind, g, elem_bytes, algo, small);
-    const bool rows = rows_fits(kind, g, elem_bytes, algo, small) || (small_fit && rows_over_small(kind, g, elem_bytes, algo, small));
-    const bool rows_first = rows && (rows_grad_first(kind, g, elem_bytes, team) || std::min(g.Ig, g.Og) >= kRowsOverSmall ||
-                                     rows_over_small(kind, g, elem_bytes, algo, small));
+    const bool over_small = small_fit && rows_over_small(kind, g, elem_bytes, algo, small);
+    const bool rows = over_small || rows_fits(kind, g, elem_bytes, algo, small);
+    const bool rows_first =
+        over_small || (rows && (rows_grad_first(kind, g, elem_bytes, team) || std::min(g.Ig, g.Og) >= kRowsOverSmall));
     if (small_fit && !rows_first) {
         p.strategy = ConvStrategy::Small;
         p.team = std::max(1, team);
