@@ -231,6 +231,7 @@ TEST_CASE("f32 and bf16 kernels match the reference at every SIMD instruction se
 // and 3-D, at every instruction set.
 TEST_CASE("the channel rows' transposed call of a few o-side channels to many matches the reference at every instruction set",
           "[kernels][simd]") {
+    const tg::testing::IsaGuard restore;
     std::mt19937_64 rng(78);
     const ConvGeometry a = ConvGeometry::forward({.N = 2, .C_in = 160, .C_out = 12, .in_size = {9, 9}, .kernel = {3, 3}});
     const ConvGeometry b = ConvGeometry::forward({.N = 1, .C_in = 136, .C_out = 9, .in_size = {7, 7, 7}, .kernel = {3, 3, 3},
