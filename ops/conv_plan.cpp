@@ -146,6 +146,11 @@ bool rows_grad_fits(const ConvGeometry& g, std::int64_t Cr, std::int64_t Cd, boo
 
 // Whether the channel rows' Cd result channels leave a quarter or more of their vectors empty.
 bool rows_padded(std::int64_t Cd, std::size_t elem_bytes) { return 4 * Cd <= 3 * rows_padded_channels(Cd, elem_bytes); }
+// Bytes of one tap's weight block of the channel rows: Cr reduction channels × Cd result
+// channels padded to whole vectors.
+std::int64_t rows_tap_bytes(std::int64_t Cr, std::int64_t Cd, std::size_t elem_bytes) {
+    return Cr * rows_padded_channels(Cd, elem_bytes) * static_cast<std::int64_t>(elem_bytes);
+}
 
 // Where both direct kernels fit a weight gradient, the channel rows' (0.44-0.86 of the
 // small-channel kernels' time at 1 and 2 threads; the classifier's second layer 1.46 -> 0.92
@@ -203,9 +208,8 @@ bool rows_fits(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, Tra
     const bool disjoint = g.taps_disjoint() && g.stride.back() <= 2 && !small_image;
     if (tr && disjoint) return false;
     const std::int64_t Cr = tr ? g.Og : g.Ig, Cd = tr ? g.Ig : g.Og;
-    const std::int64_t cp = rows_padded_channels(Cd, elem_bytes);
     const std::int64_t strides = stride_product(g);
-    const std::int64_t tap_bytes = Cr * cp * static_cast<std::int64_t>(elem_bytes);
+    const std::int64_t tap_bytes = rows_tap_bytes(Cr, Cd, elem_bytes);
     const std::int64_t result_bytes = g.N * g.G * g.Ig * g.in_numel() * static_cast<std::int64_t>(elem_bytes);
     const bool many_taps = g.kernel_numel() >= kRowsTransposedTaps * strides &&
                            (g.Og * g.kernel_numel() >= kRowsTransposedSums * strides || result_bytes <= kRowsTransposedBytes);
@@ -247,7 +251,7 @@ bool rows_fits(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, Tra
 bool rows_over_small(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, TransposedAlgo algo, SmallConv mode) {
     if (kind != ConvKind::Transposed || mode != SmallConv::Auto || algo != TransposedAlgo::Auto || g.D() != 3) return false;
     if (g.Ig < kRowsMinChannels || rows_padded(g.Ig, elem_bytes) || skips_too_much(kind, g)) return false;
-    if (g.Og * rows_padded_channels(g.Ig, elem_bytes) * static_cast<std::int64_t>(elem_bytes) > kRowsTapBytes) return false;
+    if (rows_tap_bytes(g.Og, g.Ig, elem_bytes) > kRowsTapBytes) return false;
     return g.Ig >= kRowsOverSmall || g.Og * g.kernel_numel() >= kRowsTransposedSums * stride_product(g);
 }
 
