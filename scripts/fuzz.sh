@@ -10,7 +10,7 @@ secs="${1:-60}"
 shift || true
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(npy idx case checkpoint)
-cmake --preset fuzz >/dev/null
+bash scripts/configure.sh fuzz
 cmake --build --preset fuzz --target "${targets[@]/#/fuzz_}"
 for t in "${targets[@]}"; do
   mkdir -p "build/fuzz/corpus/$t"

@@ -2,7 +2,7 @@
 # Installs the Debian packages tapegrad builds, tests and trains with, if any is missing.
 # apt-get as root, through sudo otherwise. Nothing is downloaded outside Debian's archive.
 set -euo pipefail
-pkgs=(g++ cmake pkg-config make libxtensor-dev libxsimd-dev xtl-dev libopenblas-dev libopenblas-openmp-dev catch2
+pkgs=(g++ cmake ninja-build pkg-config make libxtensor-dev libxsimd-dev xtl-dev libopenblas-dev libopenblas-openmp-dev catch2
       nlohmann-json3-dev libcli11-dev zlib1g-dev libcairo2-dev fonts-dejavu-core dataset-fashion-mnist python3 libopenmpi-dev openmpi-bin)
 missing=()
 for p in "${pkgs[@]}"; do

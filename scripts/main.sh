@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 # 4x slower with 2 spinning threads than with 2 sleeping ones at a load of 8 on 2 cores).
 export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}"
 bash scripts/install-deps.sh
-cmake --preset release >/dev/null
+bash scripts/configure.sh release
 cmake --build --preset release
 echo "== the worked examples of docs/ops.md (tapegrad explain + run)"
 sh examples/run_worked_examples.sh build/release/tapegrad

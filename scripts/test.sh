@@ -9,7 +9,7 @@ for preset in release asan; do
   echo "== $preset: configure and build"
   # TAPEGRAD_MPI=ON: the MPI tests must be there (install-deps.sh installed OpenMPI), never
   # quietly left out because CMake did not find it.
-  cmake --preset "$preset" -DTAPEGRAD_MPI=ON >/dev/null
+  bash scripts/configure.sh "$preset" -DTAPEGRAD_MPI=ON
   cmake --build --preset "$preset"
   echo "== $preset: test"
   ctest --preset "$preset"
