@@ -2,6 +2,7 @@
 // per-architecture translation units.
 #pragma once
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <type_traits>
 
@@ -446,41 +447,6 @@ void copy_runs(const LaneRun* runs, std::int64_t nruns, const T* src, std::int64
     }
 }
 
-template <class Arch, class T>
-void transpose(const T* src, std::int64_t lds, std::int64_t rows, std::int64_t cols, T* dst, std::int64_t ldd) {
-    using V = xsimd::batch<T, Arch>;
-    constexpr std::int64_t W = V::size;
-    // Up to kInterleaveMaxWays rows into a dense destination (ldd = rows: a 3-channel image's
-    // positions with their channels together) interleaved as vectors; the blocks below take no
-    // row of them, and element by element this was 8% of dcgan_g4's weight gradient.
-    if (rows <= kInterleaveMaxWays && ldd == rows && rows < W) {
-        const T* row[kInterleaveMaxWays];
-        for (std::int64_t r = 0; r < rows; ++r) row[r] = src + r * lds;
-        interleave<Arch, T>(cols, rows, row, dst, false);
-        return;
-    }
-    const std::int64_t rv = rows / W * W, cv = cols / W * W;
-    V v[W];
-    auto block = [&](std::int64_t r0, std::int64_t c0) {
-        for (std::int64_t i = 0; i < W; ++i) v[i] = V::load_unaligned(src + (r0 + i) * lds + c0);
-        simd_kernel::transpose_in_registers<Arch, T>(v);
-        for (std::int64_t i = 0; i < W; ++i) v[i].store_unaligned(dst + (c0 + i) * ldd + r0);
-    };
-    // The blocks in the order that walks the side of the longer row stride along its rows, W
-    // rows at a time: the other order keeps all its rows open at once, and rows a multiple of
-    // 4 KiB apart (a 32 × 32 plane) share an L1 set, so more than its ways of them evict each
-    // other's lines before they are whole (the channel rows' results into NCX: grouped_g8's
-    // 32 channel rows of 4 KiB, 24% of its transposed call at AVX2 on a Zen 5).
-    if (ldd > lds)
-        for (std::int64_t c0 = 0; c0 < cv; c0 += W)
-            for (std::int64_t r0 = 0; r0 < rv; r0 += W) block(r0, c0);
-    else
-        for (std::int64_t r0 = 0; r0 < rv; r0 += W)
-            for (std::int64_t c0 = 0; c0 < cv; c0 += W) block(r0, c0);
-    for (std::int64_t r = 0; r < rows; ++r)  // the edges: rows past rv, columns past cv
-        for (std::int64_t c = r < rv ? cv : 0; c < cols; ++c) dst[c * ldd + r] = src[r * lds + c];
-}
-
 // permute_sum's vector operations in 32-bit lanes, R of them an element of T: AVX-512's
 // zero-masking permute, or AVX2's permute and a mask of the lanes whose idx is not -1.
 template <class T>
@@ -535,6 +501,73 @@ struct Permute256 {
     static __m256 merge(__m256 a, __m256 b) { return _mm256_or_ps(a, b); }
 };
 
+// The 32-bit-lane operations of Arch's width: Permute512 or Permute256.
+template <class Arch, class T>
+using LaneOps = std::conditional_t<sizeof(xsimd::batch<float, Arch>) == 64, Permute512<T>, Permute256<T>>;
+
+template <class Arch, class T>
+void transpose(const T* src, std::int64_t lds, std::int64_t rows, std::int64_t cols, T* dst, std::int64_t ldd) {
+    using V = xsimd::batch<T, Arch>;
+    constexpr std::int64_t W = V::size;
+    // Up to kInterleaveMaxWays rows into a dense destination (ldd = rows: a 3-channel image's
+    // positions with their channels together) interleaved as vectors; the blocks below take no
+    // row of them, and element by element this was 8% of dcgan_g4's weight gradient.
+    if (rows <= kInterleaveMaxWays && ldd == rows && rows < W) {
+        const T* row[kInterleaveMaxWays];
+        for (std::int64_t r = 0; r < rows; ++r) row[r] = src + r * lds;
+        interleave<Arch, T>(cols, rows, row, dst, false);
+        return;
+    }
+    const std::int64_t rv = rows / W * W, cv = cols / W * W;
+    V v[W];
+    auto block = [&](std::int64_t r0, std::int64_t c0) {
+        for (std::int64_t i = 0; i < W; ++i) v[i] = V::load_unaligned(src + (r0 + i) * lds + c0);
+        simd_kernel::transpose_in_registers<Arch, T>(v);
+        for (std::int64_t i = 0; i < W; ++i) v[i].store_unaligned(dst + (c0 + i) * ldd + r0);
+    };
+    // The blocks in the order that walks the side of the longer row stride along its rows, W
+    // rows at a time: the other order keeps all its rows open at once, and rows a multiple of
+    // 4 KiB apart (a 32 × 32 plane) share an L1 set, so more than its ways of them evict each
+    // other's lines before they are whole (the channel rows' results into NCX: grouped_g8's
+    // 32 channel rows of 4 KiB, 24% of its transposed call at AVX2 on a Zen 5).
+    if (ldd > lds)
+        for (std::int64_t c0 = 0; c0 < cv; c0 += W)
+            for (std::int64_t r0 = 0; r0 < rv; r0 += W) block(r0, c0);
+    else
+        for (std::int64_t r0 = 0; r0 < rv; r0 += W)
+            for (std::int64_t c0 = 0; c0 < cv; c0 += W) block(r0, c0);
+    // The edges as blocks too, their missing rows and columns zeros in the registers (masked
+    // loads and stores touch no element past the edge; element by element, a 2-D k3 weight's 9
+    // taps were all edge: 14% of a grouped layer's transposed call in packing its weight). An
+    // edge thinner than `thin` costs less element by element than a block's shuffles; the
+    // rows' edge stores with masks, which AVX2 does slowly on AMD (19 rows: 1.34× the time of
+    // element by element on a Zen 5), so there only at AVX-512.
+    using Op = LaneOps<Arch, T>;
+    using Reg = typename V::register_type;
+    constexpr std::int64_t thin = std::max<std::int64_t>(2, W / 4), thin_rows = sizeof(V) == 64 ? thin : W;
+    auto load_n = [](const T* p, std::int64_t n) { return V(std::bit_cast<Reg>(Op::load(p, n))); };
+    const std::int64_t ce = cols - cv, re = rows - rv;
+    if (ce >= thin)  // columns past cv of the rows before rv
+        for (std::int64_t r0 = 0; r0 < rv; r0 += W) {
+            for (std::int64_t i = 0; i < W; ++i) v[i] = load_n(src + (r0 + i) * lds + cv, ce);
+            simd_kernel::transpose_in_registers<Arch, T>(v);
+            for (std::int64_t i = 0; i < ce; ++i) v[i].store_unaligned(dst + (cv + i) * ldd + r0);
+        }
+    else
+        for (std::int64_t r = 0; r < rv; ++r)
+            for (std::int64_t c = cv; c < cols; ++c) dst[c * ldd + r] = src[r * lds + c];
+    if (re >= thin_rows)  // rows past rv, every column
+        for (std::int64_t c0 = 0; c0 < cols; c0 += W) {
+            const std::int64_t n = std::min(W, cols - c0);
+            for (std::int64_t i = 0; i < W; ++i) v[i] = i < re ? load_n(src + (rv + i) * lds + c0, n) : V(T(0));
+            simd_kernel::transpose_in_registers<Arch, T>(v);
+            for (std::int64_t i = 0; i < n; ++i) Op::store(dst + (c0 + i) * ldd + rv, std::bit_cast<decltype(Op::zero())>(Reg(v[i])), re);
+        }
+    else
+        for (std::int64_t r = rv; r < rows; ++r)
+            for (std::int64_t c = 0; c < cols; ++c) dst[c * ldd + r] = src[r * lds + c];
+}
+
 // P planes of permute_sum (Copy: permute_copy) at a time, so that P independent sums are in
 // flight (a vector of dcgan_g1's 8 × 8 planes sums 16 permutes).
 template <class Op, int P, bool Copy, class T>
@@ -561,7 +594,7 @@ void permute_planes(const LanePermute* perms, std::int64_t n, const T* src, std:
 template <class Arch, bool Copy, class T>
 void permute_all(const LanePermute* perms, std::int64_t n, const T* src, std::int64_t src_stride, T* dst,
                  std::int64_t dst_stride, std::int64_t len, std::int64_t planes) {
-    using Op = std::conditional_t<sizeof(xsimd::batch<float, Arch>) == 64, Permute512<T>, Permute256<T>>;
+    using Op = LaneOps<Arch, T>;
     std::int64_t p = 0;
     for (; p + 4 <= planes; p += 4)
         permute_planes<Op, 4, Copy>(perms, n, src + p * src_stride, src_stride, dst + p * dst_stride, dst_stride, len);
