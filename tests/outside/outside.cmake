@@ -4,14 +4,15 @@
 # sanitized objects).
 if(NOT TAPEGRAD_SANITIZE AND NOT TAPEGRAD_TSAN)
   set(outside ${CMAKE_CURRENT_BINARY_DIR}/outside)
-  # The projects build with this tree's generator (the presets': Ninja).
-  set(outside_args -G ${CMAKE_GENERATOR} -DCMAKE_CXX_COMPILER=${CMAKE_CXX_COMPILER} -DCMAKE_BUILD_TYPE=Release)
+  # The projects build with this tree's compiler and generator (the presets': Ninja).
+  set(outside_common -G ${CMAKE_GENERATOR} -DCMAKE_CXX_COMPILER=${CMAKE_CXX_COMPILER})
+  set(outside_args ${outside_common} -DCMAKE_BUILD_TYPE=Release)
   # The add_subdirectory project compiles the library again from scratch; it checks how the
   # tree is used, not how fast it runs, so -Og without a build type's flags is enough and
   # compiles much faster (-O0 does not compile: xsimd's AVX-512 intrinsics need inlining; on a
   # Zen 5, -O1 took 80 s of CPU, -Og 68 s), and as a unity build (TAPEGRAD_UNITY: 49 s of CPU
   # -> 31 s, when the library was smaller).
-  set(outside_args_source -G ${CMAKE_GENERATOR} -DCMAKE_CXX_COMPILER=${CMAKE_CXX_COMPILER} -DCMAKE_BUILD_TYPE= -DCMAKE_CXX_FLAGS=-Og -DTAPEGRAD_UNITY=ON)
+  set(outside_args_source ${outside_common} -DCMAKE_BUILD_TYPE= -DCMAKE_CXX_FLAGS=-Og -DTAPEGRAD_UNITY=ON)
   add_test(NAME outside.install
            COMMAND ${CMAKE_COMMAND} --install ${CMAKE_CURRENT_BINARY_DIR} --prefix ${outside}/prefix)
   set_tests_properties(outside.install PROPERTIES FIXTURES_SETUP tapegrad_installed)
