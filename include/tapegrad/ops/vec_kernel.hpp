@@ -447,7 +447,8 @@ void copy_runs(const LaneRun* runs, std::int64_t nruns, const T* src, std::int64
     }
 }
 
-// permute_sum's vector operations in 32-bit lanes, R of them an element of T: AVX-512's
+// permute_sum's vector operations in 32-bit lanes (their masked loads and stores also
+// transpose's edges), R of them an element of T: AVX-512's
 // zero-masking permute, or AVX2's permute and a mask of the lanes whose idx is not -1.
 template <class T>
 struct Permute512 {
@@ -544,7 +545,8 @@ void transpose(const T* src, std::int64_t lds, std::int64_t rows, std::int64_t c
     // element by element on a Zen 5), so there only at AVX-512.
     using Op = LaneOps<Arch, T>;
     using Reg = typename V::register_type;
-    constexpr std::int64_t thin = std::max<std::int64_t>(2, W / 4), thin_rows = sizeof(V) == 64 ? thin : W;
+    constexpr std::int64_t thin = std::max<std::int64_t>(2, W / 4);
+    constexpr bool masked_stores = sizeof(V) == 64;
     auto load_n = [](const T* p, std::int64_t n) { return V(std::bit_cast<Reg>(Op::load(p, n))); };
     const std::int64_t ce = cols - cv, re = rows - rv;
     if (ce >= thin)  // columns past cv of the rows before rv
@@ -556,7 +558,7 @@ void transpose(const T* src, std::int64_t lds, std::int64_t rows, std::int64_t c
     else
         for (std::int64_t r = 0; r < rv; ++r)
             for (std::int64_t c = cv; c < cols; ++c) dst[c * ldd + r] = src[r * lds + c];
-    if (re >= thin_rows)  // rows past rv, every column
+    if (masked_stores && re >= thin)  // rows past rv, every column
         for (std::int64_t c0 = 0; c0 < cols; c0 += W) {
             const std::int64_t n = std::min(W, cols - c0);
             for (std::int64_t i = 0; i < W; ++i) v[i] = i < re ? load_n(src + (rv + i) * lds + c0, n) : V(T(0));
