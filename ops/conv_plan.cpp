@@ -187,17 +187,17 @@ bool rows_grad_first(ConvKind kind, const ConvGeometry& g, std::size_t elem_byte
 //   16 × 16 and 32 × 32 ones 1.04-1.24);
 // - the forward call on 2-D and 3-D layers with a tap block under kRowsTapBytes (0.59-0.97;
 //   1-D layers lost, 1.13-1.22, and 128 × 64 blocks at AVX2, 1.04-1.18); with fewer than
-//   kRowsMinChannels reduction channels only on 3-D layers where at most kRowsForwardInBounds
-//   of the taps land inside the image (ConvGeometry::taps_in_bounds): on 9 such layers (3-12
-//   reduction channels, 32-128 result channels, k3-k5 s2-s3 on 4³-12³ grids) 0.34-0.83 of
-//   the GEMM path's time at 1 thread, 0.43-0.84 at 2, 0.42-0.72 at AVX2, and one of 0.84 in
-//   bounds 0.93, 1.10 and 0.94; a 3-D layer without padding lost 1.08-1.83, 2-D layers
-//   1.01-1.24 (one won, 0.80).
+//   kRowsMinChannels reduction channels only on 3-D layers with taps in padding (the rule
+//   for those below): on 9 such layers (3-12 reduction channels, 32-128 result channels,
+//   k3-k5 s2-s3 on 4³-12³ grids) 0.34-0.83 of the GEMM path's time at 1 thread, 0.43-0.84 at
+//   2, 0.42-0.72 at AVX2; a 3-D layer without padding lost 1.08-1.83, 2-D layers 1.01-1.24
+//   (one won, 0.80).
 // Disjoint taps at a last-axis stride of at most 2 on images of kRowsSmallImage positions or
 // more (k2 s2): the transposed call never (the GEMM path's col2im is one copy or interleave
 // there: it won 1.1-2.4×; at stride 3 its scatter is element by element), the forward call
 // not past kRowsMaxResult (k2 s2 lost 1.05-1.31). Measured in bench/RESULTS.md.
-bool rows_fits(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, TransposedAlgo algo, SmallConv mode) {
+bool rows_fits(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, TransposedAlgo algo, SmallConv mode,
+               int team) {
     if (depthwise(g)) return false;
     if (kind == ConvKind::Transposed && algo != TransposedAlgo::Auto) return false;
     if (mode == SmallConv::Rows) return true;
@@ -217,6 +217,25 @@ bool rows_fits(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, Tra
                       (tr ? many_taps || small_image : g.D() >= 2 && !disjoint && tap_bytes < kRowsTapBytes);
     const std::int64_t max_result = wide ? kRowsMaxGradResult : kRowsMaxResult;
     const bool padded = rows_padded(Cd, elem_bytes);
+    // 3-D layers whose taps land partly in padding (taps_in_bounds below 1), at any channel
+    // counts and tap block: the GEMM path multiplies the padding's zeros and gathers (or
+    // col2im adds) runs of a few elements of small grids; the channel rows skip both. The
+    // forward call with any reduction channels; the weight gradient with kRowsMinChannels or
+    // more, in a team up to kRowsMaxGradResult result channels; the transposed call with more
+    // than kSmallTinyOg reduction channels where a result sums at most kRowsPaddedSums
+    // products (Og·∏K/∏s), in a team with an image per thread. Measured on 13 random 3-D
+    // layers (4³-12³ grids, 8-256 channels a side, k3-k5 s1-s3; Zen 5, bench/RESULTS.md): the
+    // forward call 0.40-0.77 of the GEMM path's time at 1 thread, 0.38-0.97 at 2, 0.57-0.92 at
+    // AVX2 but one (k5, 192 from 128) 1.12; the weight gradient 0.42-0.96 at 1 thread,
+    // 0.50-0.90 at AVX2, at 2 threads 0.51-0.96 up to 128 result channels and 1.07-1.22 on 3
+    // of 5 layers past; the transposed call 0.54-0.88 where a result sums 216-750 products (2
+    // threads: 0.56-0.89, but 1.84-1.90 on one image of 4³), 1.02-1.56 at 3 000-6 000. Without
+    // padding (taps_in_bounds 1) the GEMM path kept its lead (the rows up to 1.35×).
+    if (g.D() == 3 && g.taps_in_bounds() < 1 && Cd >= kRowsMinChannels && !padded) {
+        if (kind == ConvKind::Forward) return true;
+        if (kind == ConvKind::WeightGrad && Cr >= kRowsMinChannels && (team <= 1 || Cd <= kRowsMaxGradResult)) return true;
+        if (tr && Cr > kSmallTinyOg && g.Og * g.kernel_numel() <= kRowsPaddedSums * strides && g.N >= team) return true;
+    }
     // The transposed call of a few reduction channels (more than kSmallTinyOg, at most
     // kRowsMinChannels) to any number of result channels, taps overlapping: the GEMM path's
     // product has a reduction of those few channels and writes a column buffer ∏K times the
@@ -230,11 +249,6 @@ bool rows_fits(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, Tra
     if (Cd > max_result || tap_bytes > kRowsTapBytes) return false;
     if (kind == ConvKind::WeightGrad) return rows_grad_fits(g, Cr, Cd, padded);
     if (Cd < kRowsMinChannels || padded) return false;
-    // A 3-D forward call with fewer reduction channels where a tenth of the taps or more land
-    // in padding: the GEMM path multiplies the padding's zeros and copies short runs of small
-    // grids into its columns, the rows skip both.
-    if (kind == ConvKind::Forward && Cr < kRowsMinChannels)
-        return g.D() == 3 && g.taps_in_bounds() <= kRowsForwardInBounds;
     return Cr >= kRowsMinChannels;
 }
 
@@ -338,7 +352,7 @@ ConvPlan plan_conv(ConvKind kind, const ConvGeometry& g, int team, std::int64_t 
     // size; the depthwise kernels keep NXC and the smallest.
     const bool small_fit = small_fits(kind, g, elem_bytes, algo, small);
     const bool over_small = small_fit && rows_over_small(kind, g, elem_bytes, algo, small);
-    const bool rows = over_small || rows_fits(kind, g, elem_bytes, algo, small);
+    const bool rows = over_small || rows_fits(kind, g, elem_bytes, algo, small, team);
     const bool rows_first =
         over_small || (rows && (rows_grad_first(kind, g, elem_bytes, team) || std::min(g.Ig, g.Og) >= kRowsOverSmall));
     if (small_fit && !rows_first) {

@@ -371,7 +371,7 @@ TEST_CASE("conv plan: the channel-row rule", "[conv_plan]") {
               .strategy != ConvStrategy::Rows);
     CHECK(plan(ConvKind::WeightGrad, conv2d(16, 80, 128, 32, 4)).strategy != ConvStrategy::Rows);  // 80 · 128 floats: 40 KiB
     // Fewer than kRowsMinChannels reduction channels: a forward call takes the channel rows
-    // only on 3-D layers with at most kRowsForwardInBounds of the taps in the image. 8 -> 64
+    // only on 3-D layers with taps in padding (taps_in_bounds below 1). 8 -> 64
     // channels, k5 s2 p2 from 7³ to 4³: on each axis result position o reads 2o + k − 2 for
     // k < 5, inside [0, 7) for 3, 5, 5, 3 of the taps of o = 0..3, 16 of 20; 0.8³ = 0.512:
     // in. Without padding (k3 s2 p0 from 9³ to 4³, all inside): out; the same padded layer in
@@ -388,6 +388,36 @@ TEST_CASE("conv plan: the channel-row rule", "[conv_plan]") {
                                                          .stride = {2, 2}, .pads_begin = {2, 2}, .pads_end = {2, 2}}))
               .strategy != ConvStrategy::Rows);
     CHECK(plan(ConvKind::Transposed, g3, SmallConv::Auto, 8).strategy != ConvStrategy::Rows);
+    // 3-D layers with taps in padding, past the channel and tap-block limits. The transposed
+    // 96 -> 256, k3 s2 p1 from 6³ to 11³ (i-side 256 channels of 11³, o-side 96 of 6³): on
+    // each axis result o reads 2o + k − 1, inside [0, 11) for 5, 6, 5 of the 6 positions of
+    // taps k = 0, 1, 2, 16 of 18; (8/9)³ = 0.702. Forward: 96 result channels (past
+    // kRowsMaxResult) from 256 (a 96 KiB tap block): in. Weight gradient: 96 result channels,
+    // up to kRowsMaxGradResult: in at 2 threads. Transposed: 96 · 27 / 8 = 324 products a
+    // result, up to kRowsPaddedSums: in (with one image, not in a team of 2). The same
+    // without padding (13³ to 6³), or in 2-D: out.
+    auto pad3 = [](std::int64_t X, std::int64_t p, std::int64_t Og, std::int64_t K, std::size_t D = 3, std::int64_t N = 2) {
+        return ConvGeometry::forward({.N = N, .C_in = 256, .C_out = Og, .in_size = Shape(D, X), .kernel = Shape(D, K),
+                                      .stride = Shape(D, 2), .pads_begin = Shape(D, p), .pads_end = Shape(D, p)});
+    };
+    const ConvGeometry r6 = pad3(11, 1, 96, 3);
+    CHECK(r6.taps_in_bounds() == Approx(512.0 / 729.0));
+    for (ConvKind k : {ConvKind::Forward, ConvKind::WeightGrad, ConvKind::Transposed}) {
+        CHECK(plan(k, r6).strategy == ConvStrategy::Rows);
+        CHECK(plan(k, pad3(13, 0, 96, 3)).strategy != ConvStrategy::Rows);
+        CHECK(plan(k, pad3(11, 1, 96, 3, 2)).strategy != ConvStrategy::Rows);
+    }
+    CHECK(plan(ConvKind::Transposed, pad3(11, 1, 96, 3, 3, 1)).strategy != ConvStrategy::Rows);
+    CHECK(plan_conv(ConvKind::Transposed, pad3(11, 1, 96, 3, 3, 1), 1, kDefaultBudget, 4, TransposedAlgo::Auto).strategy ==
+          ConvStrategy::Rows);
+    // 192 result channels: the weight gradient on the channel rows at 1 thread, not in a team.
+    // k5 p1 from 13³ to 6³ (192 o-side channels): the transposed call sums 192 · 125 / 8 =
+    // 3 000 products a result, past kRowsPaddedSums: out; its forward call: in.
+    const ConvGeometry wide = pad3(11, 1, 192, 3), k5 = pad3(13, 1, 192, 5);
+    CHECK(plan_conv(ConvKind::WeightGrad, wide, 1, kDefaultBudget, 4, TransposedAlgo::Auto).strategy == ConvStrategy::Rows);
+    CHECK(plan(ConvKind::WeightGrad, wide).strategy != ConvStrategy::Rows);
+    CHECK(plan(ConvKind::Forward, k5).strategy == ConvStrategy::Rows);
+    CHECK(plan(ConvKind::Transposed, k5).strategy != ConvStrategy::Rows);
     // The transposed call by its taps per result position (∏K / ∏s) and disjoint taps (a
     // forward geometry with C_in result and C_out reduction channels of the transposed call):
     // 128 result channels from 64 or 48 o-side ones on the channel rows where a position takes

@@ -527,13 +527,15 @@ void check_direct_kernels(SmallConv path, ConvStrategy strategy, const std::vect
             const Tensor x = random_tensor(g.in_shape(), rng), u = random_tensor(g.out_shape(), rng);
             const Tensor W = random_tensor(g.weight_shape(), rng);
             const double f = factor_for(DType::f32, g);
-            // One weight element (the middle tap of the first pair of channels) left out.
+            // One weight element (the middle tap of the first pair of channels) off by one: an
+            // error as large as the elements it multiplies (left out, a random element of
+            // [-1, 1] may be too small to see beside a long sum's rounding).
             std::vector<double> wv = W.values();
-            wv[static_cast<std::size_t>(g.kernel_numel() / 2)] = 0;
+            wv[static_cast<std::size_t>(g.kernel_numel() / 2)] += 1;
             const Tensor Wp = Tensor::from(W.shape(), wv, DType::f64);
-            // One o-side element (the first) left out of the weight gradient.
+            // One o-side element (the first) off by one in the weight gradient.
             std::vector<double> uv = u.values();
-            uv[0] = 0;
+            uv[0] += 1;
             const Tensor up = Tensor::from(u.shape(), uv, DType::f64);
             const Tensor xf = x.to(DType::f32), uf = u.to(DType::f32), Wf = W.to(DType::f32);
             INFO(describe(c, layouts.front(), DType::f32) << " at " << simd::isa_name(isa) << ": a planted error");
@@ -594,7 +596,14 @@ TEST_CASE("the channel-row kernels match the reference at every instruction set,
                            {{4, 5, 2, 1, 2, 2}, {3, 5, 2, 1, 2, 2}, {4, 3, 2, 1, 1, 1}}},
                           // The weight gradient's runs of taps (6 i-side channels × 4 taps a
                           // pair: 24 rows of sums, 20 result channels in a vector and a part).
-                          {"1d 6 -> 20 channels k4", 1, 1, 6, 20, {{25, 4, 1, 1, 1, 2}}}},
+                          {"1d 6 -> 20 channels k4", 1, 1, 6, 20, {{25, 4, 1, 1, 1, 2}}},
+                          // Padded 3-D layers past the channel and tap-block limits of the other
+                          // layers (the plan's rule for taps in padding): 144 result channels
+                          // (9 vectors at AVX-512, 18 at AVX2), and a 200 × 48 tap block (37.5 KiB).
+                          {"3d 40 -> 144 channels k3 stride2 pad1", 1, 1, 40, 144,
+                           {{4, 3, 2, 1, 1, 1}, {3, 3, 2, 1, 1, 1}, {4, 3, 2, 1, 1, 1}}},
+                          {"3d 200 -> 48 channels k3 stride2 pad1", 1, 1, 200, 48,
+                           {{3, 3, 2, 1, 1, 1}, {3, 3, 2, 1, 1, 1}, {4, 3, 2, 1, 1, 1}}}},
                          2626, {Layout::NCX, Layout::NXC});
 }
 

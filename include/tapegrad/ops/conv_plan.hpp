@@ -116,7 +116,6 @@ inline constexpr std::int64_t kRowsMinChannels = 16, kRowsMaxResult = 64, kRowsM
                               kRowsOverSmall = 32, kRowsTransposedTaps = 2, kRowsTransposedSums = 128,
                               kRowsTransposedBytes = std::int64_t{12} << 20,
                               kRowsSmallImage = 64, kRowsGradManySums = 32, kRowsGradMinResult = 8, kRowsGradMinRows = 8,
-                              kRowsGradImageParts = 2;
-inline constexpr double kRowsForwardInBounds = 0.9;
+                              kRowsGradImageParts = 2, kRowsPaddedSums = 1024;
 
 }  // namespace tg
