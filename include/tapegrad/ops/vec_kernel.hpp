@@ -548,6 +548,10 @@ void transpose(const T* src, std::int64_t lds, std::int64_t rows, std::int64_t c
     constexpr std::int64_t thin = std::max<std::int64_t>(2, W / 4);
     constexpr bool masked_stores = sizeof(V) == 64;
     auto load_n = [](const T* p, std::int64_t n) { return V(std::bit_cast<Reg>(Op::load(p, n))); };
+    auto by_element = [&](std::int64_t r0, std::int64_t r1, std::int64_t c0) {
+        for (std::int64_t r = r0; r < r1; ++r)
+            for (std::int64_t c = c0; c < cols; ++c) dst[c * ldd + r] = src[r * lds + c];
+    };
     const std::int64_t ce = cols - cv, re = rows - rv;
     if (ce >= thin)  // columns past cv of the rows before rv
         for (std::int64_t r0 = 0; r0 < rv; r0 += W) {
@@ -556,8 +560,7 @@ void transpose(const T* src, std::int64_t lds, std::int64_t rows, std::int64_t c
             for (std::int64_t i = 0; i < ce; ++i) v[i].store_unaligned(dst + (cv + i) * ldd + r0);
         }
     else
-        for (std::int64_t r = 0; r < rv; ++r)
-            for (std::int64_t c = cv; c < cols; ++c) dst[c * ldd + r] = src[r * lds + c];
+        by_element(0, rv, cv);
     if (masked_stores && re >= thin)  // rows past rv, every column
         for (std::int64_t c0 = 0; c0 < cols; c0 += W) {
             const std::int64_t n = std::min(W, cols - c0);
@@ -566,8 +569,7 @@ void transpose(const T* src, std::int64_t lds, std::int64_t rows, std::int64_t c
             for (std::int64_t i = 0; i < n; ++i) Op::store(dst + (c0 + i) * ldd + rv, std::bit_cast<decltype(Op::zero())>(Reg(v[i])), re);
         }
     else
-        for (std::int64_t r = rv; r < rows; ++r)
-            for (std::int64_t c = 0; c < cols; ++c) dst[c * ldd + r] = src[r * lds + c];
+        by_element(rv, rows, 0);
 }
 
 // P planes of permute_sum (Copy: permute_copy) at a time, so that P independent sums are in
