@@ -192,12 +192,14 @@ bool rows_grad_first(ConvKind kind, const ConvGeometry& g, std::size_t elem_byte
 //   k3-k5 s2-s3 on 4³-12³ grids) 0.34-0.83 of the GEMM path's time at 1 thread, 0.43-0.84 at
 //   2, 0.42-0.72 at AVX2; a 3-D layer without padding lost 1.08-1.83, 2-D layers 1.01-1.24
 //   (one won, 0.80).
+// Not the NCX transposed call of a 2-D f32 layer without padding summing kRowsPaddedSums
+// products a result or more, at AVX-512 (the rule at its place below).
 // Disjoint taps at a last-axis stride of at most 2 on images of kRowsSmallImage positions or
 // more (k2 s2): the transposed call never (the GEMM path's col2im is one copy or interleave
 // there: it won 1.1-2.4×; at stride 3 its scatter is element by element), the forward call
 // not past kRowsMaxResult (k2 s2 lost 1.05-1.31). Measured in bench/RESULTS.md.
 bool rows_fits(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, TransposedAlgo algo, SmallConv mode,
-               int team) {
+               int team, simd::Isa isa) {
     if (depthwise(g)) return false;
     if (kind == ConvKind::Transposed && algo != TransposedAlgo::Auto) return false;
     if (mode == SmallConv::Rows) return true;
@@ -249,6 +251,18 @@ bool rows_fits(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, Tra
     if (Cd > max_result || tap_bytes > kRowsTapBytes) return false;
     if (kind == ConvKind::WeightGrad) return rows_grad_fits(g, Cr, Cd, padded);
     if (Cd < kRowsMinChannels || padded) return false;
+    // The NCX transposed call of a 2-D f32 layer without padding whose results sum
+    // kRowsPaddedSums products (Og·∏K/∏s) or more, at AVX-512: the GEMM path, whose 12 × 32
+    // register tile runs long sums closer to the FMA peak than the channel rows do and has no
+    // padding's products here to waste. On 18 2-D layers without padding (16-64 channels a
+    // group each side, k3-k5 s1-s2; Intel Xeon family 6 model 207, bench/RESULTS.md) the GEMM
+    // path took 0.80-0.93 of the rows' time at 1 thread (0.57-1.00 at 2) on the five whose
+    // results sum 1 024-1 600 products, 0.93-1.30 on the 13 that sum 128-800; at AVX2 (a 6 × 16
+    // tile) 1.03-1.11 on those five, and in NXC 1.12-1.43: both keep the rows. Zen 5's AVX-512
+    // measured the same way (0.78-0.86 at 800-1 536 products, 1.13 at 288).
+    if (tr && isa == simd::Isa::avx512 && elem_bytes == 4 && g.layout == Layout::NCX && g.D() == 2 &&
+        g.taps_in_bounds() >= 1 && g.Og * g.kernel_numel() >= kRowsPaddedSums * strides)
+        return false;
     return Cr >= kRowsMinChannels;
 }
 
@@ -341,7 +355,7 @@ std::int64_t ConvPlan::scratch_elems() const {
 }
 
 ConvPlan plan_conv(ConvKind kind, const ConvGeometry& g, int team, std::int64_t budget, std::size_t elem_bytes,
-                   TransposedAlgo algo, SmallConv small) {
+                   TransposedAlgo algo, SmallConv small, simd::Isa isa) {
     ConvPlan p;
     p.kind = kind;
     const bool nxc = g.layout == Layout::NXC;
@@ -352,7 +366,7 @@ ConvPlan plan_conv(ConvKind kind, const ConvGeometry& g, int team, std::int64_t 
     // size; the depthwise kernels keep NXC and the smallest.
     const bool small_fit = small_fits(kind, g, elem_bytes, algo, small);
     const bool over_small = small_fit && rows_over_small(kind, g, elem_bytes, algo, small);
-    const bool rows = over_small || rows_fits(kind, g, elem_bytes, algo, small, team);
+    const bool rows = over_small || rows_fits(kind, g, elem_bytes, algo, small, team, isa);
     const bool rows_first =
         over_small || (rows && (rows_grad_first(kind, g, elem_bytes, team) || std::min(g.Ig, g.Og) >= kRowsOverSmall));
     if (small_fit && !rows_first) {

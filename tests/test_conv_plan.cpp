@@ -418,6 +418,30 @@ TEST_CASE("conv plan: the channel-row rule", "[conv_plan]") {
     CHECK(plan(ConvKind::WeightGrad, wide).strategy != ConvStrategy::Rows);
     CHECK(plan(ConvKind::Forward, k5).strategy == ConvStrategy::Rows);
     CHECK(plan(ConvKind::Transposed, k5).strategy != ConvStrategy::Rows);
+    // 2-D NCX transposed calls in f32 without padding whose results sum kRowsPaddedSums
+    // products or more: the GEMM path at AVX-512. 64 o-side channels to 64 i-side ones, k4 s1
+    // (forward view: 19 x 19 -> 16 x 16, every tap inside): 64 · 16 = 1 024 products a result:
+    // out at AVX-512; in at AVX2, in NXC and in f64. 32 o-side channels at k5 s1 (32 · 25 =
+    // 800): in. The 64-channel layer with padding 1 (17 x 17 -> 16 x 16): in.
+    auto unpadded2d = [](std::int64_t Og, std::int64_t K, std::int64_t p, Layout layout = Layout::NCX) {
+        const std::int64_t X = 15 + K - 2 * p;
+        return ConvGeometry::forward({.N = 8, .C_in = 64, .C_out = Og, .in_size = {X, X}, .kernel = {K, K},
+                                      .pads_begin = {p, p}, .pads_end = {p, p}, .layout = layout});
+    };
+    auto transposed_on = [](const ConvGeometry& g, simd::Isa isa, std::size_t eb = 4) {
+        return plan_conv(ConvKind::Transposed, g, 1, kDefaultBudget, eb, TransposedAlgo::Auto, SmallConv::Auto, isa).strategy;
+    };
+    CHECK(unpadded2d(64, 4, 0).out_size == Shape{16, 16});
+    CHECK(unpadded2d(64, 4, 0).taps_in_bounds() == 1.0);
+    CHECK(transposed_on(unpadded2d(64, 4, 0), simd::Isa::avx512) != ConvStrategy::Rows);
+    CHECK(transposed_on(unpadded2d(64, 4, 0), simd::Isa::avx2) == ConvStrategy::Rows);
+    CHECK(transposed_on(unpadded2d(64, 4, 0, Layout::NXC), simd::Isa::avx512) == ConvStrategy::Rows);
+    CHECK(transposed_on(unpadded2d(64, 4, 0), simd::Isa::avx512, 8) == ConvStrategy::Rows);
+    CHECK(transposed_on(unpadded2d(32, 5, 0), simd::Isa::avx512) == ConvStrategy::Rows);
+    CHECK(transposed_on(unpadded2d(64, 4, 1), simd::Isa::avx512) == ConvStrategy::Rows);
+    CHECK(transposed_on(unpadded2d(64, 4, 0), simd::Isa::avx512) ==
+          plan_conv(ConvKind::Transposed, unpadded2d(64, 4, 0), 1, kDefaultBudget, 4, TransposedAlgo::Auto, SmallConv::Never,
+                    simd::Isa::avx512).strategy);
     // The transposed call by its taps per result position (∏K / ∏s) and disjoint taps (a
     // forward geometry with C_in result and C_out reduction channels of the transposed call):
     // 128 result channels from 64 or 48 o-side ones on the channel rows where a position takes

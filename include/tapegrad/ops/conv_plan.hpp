@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "tapegrad/core/simd.hpp"
 #include "tapegrad/ops/conv_geometry.hpp"
 #include "tapegrad/ops/im2col.hpp"
 
@@ -96,9 +97,10 @@ struct ConvPlan {
 };
 
 // The plan for `kind` on `g` with at most `team` threads, `budget` bytes of workspace and
-// elements of `elem_bytes` bytes (the compute type: 4 for f32, f16 and bf16, 8 for f64).
+// elements of `elem_bytes` bytes (the compute type: 4 for f32, f16 and bf16, 8 for f64), for
+// the kernels of instruction set `isa` (the one in use unless a test names one).
 ConvPlan plan_conv(ConvKind kind, const ConvGeometry& g, int team, std::int64_t budget, std::size_t elem_bytes,
-                   TransposedAlgo algo, SmallConv small = SmallConv::Auto);
+                   TransposedAlgo algo, SmallConv small = SmallConv::Auto, simd::Isa isa = simd::active());
 
 // A tile holds about this many bytes of buffers per thread (a core's L2), and at least
 // kMinTileCols columns (kMinPackedTileCols where the weight is packed once per call).
