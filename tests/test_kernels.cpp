@@ -913,6 +913,27 @@ TEST_CASE("the direct kernels give the GEMM path's results on non-finite operand
         CHECK(differ == 0);
         CHECK(nonfinite > 0);  // the case is not vacuous
     }
+    // A NaN in x alone, at its last element (the last image's last channel), with u and W
+    // finite: the small-channel weight gradient declines as well (its check covers all of x).
+    Tensor xl = random_tensor(g.in_shape(), rng).to(DType::f32), ul = random_tensor(g.out_shape(), rng).to(DType::f32);
+    xl.data<float>()[xl.numel() - 1] = std::numeric_limits<float>::quiet_NaN();
+    std::vector<double> gemm, direct;
+    {
+        const SmallConvGuard sc(SmallConv::Never);
+        gemm = conv_weight_grad(xl, ul, g).values();
+    }
+    {
+        const SmallConvGuard sc(SmallConv::Always);
+        direct = conv_weight_grad(xl, ul, g).values();
+    }
+    REQUIRE(gemm.size() == direct.size());
+    std::size_t nans = 0, differ = 0;
+    for (std::size_t i = 0; i < gemm.size(); ++i) {
+        nans += std::isnan(gemm[i]);
+        differ += std::isnan(gemm[i]) != std::isnan(direct[i]) || (!std::isnan(gemm[i]) && gemm[i] != direct[i]);
+    }
+    CHECK(differ == 0);
+    CHECK(nans > 0);
 }
 
 TEST_CASE("conv kernels satisfy the adjoint identities on every table row", "[kernels]") {
