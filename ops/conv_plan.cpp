@@ -192,7 +192,7 @@ bool rows_grad_first(ConvKind kind, const ConvGeometry& g, std::size_t elem_byte
 //   k3-k5 s2-s3 on 4³-12³ grids) 0.34-0.83 of the GEMM path's time at 1 thread, 0.43-0.84 at
 //   2, 0.42-0.72 at AVX2; a 3-D layer without padding lost 1.08-1.83, 2-D layers 1.01-1.24
 //   (one won, 0.80).
-// Not the NCX transposed call of a 2-D f32 layer without padding summing kRowsPaddedSums
+// Not the NCX transposed call of a 2-D f32 layer without padding summing kRowsLongSums
 // products a result or more, at AVX-512 (the rule at its place below).
 // Disjoint taps at a last-axis stride of at most 2 on images of kRowsSmallImage positions or
 // more (k2 s2): the transposed call never (the GEMM path's col2im is one copy or interleave
@@ -224,7 +224,7 @@ bool rows_fits(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, Tra
     // col2im adds) runs of a few elements of small grids; the channel rows skip both. The
     // forward call with any reduction channels; the weight gradient with kRowsMinChannels or
     // more, in a team up to kRowsMaxGradResult result channels; the transposed call with more
-    // than kSmallTinyOg reduction channels where a result sums at most kRowsPaddedSums
+    // than kSmallTinyOg reduction channels where a result sums at most kRowsLongSums
     // products (Og·∏K/∏s), in a team with an image per thread. Measured on 13 random 3-D
     // layers (4³-12³ grids, 8-256 channels a side, k3-k5 s1-s3; Zen 5, bench/RESULTS.md): the
     // forward call 0.40-0.77 of the GEMM path's time at 1 thread, 0.38-0.97 at 2, 0.57-0.92 at
@@ -236,7 +236,7 @@ bool rows_fits(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, Tra
     if (g.D() == 3 && g.taps_in_bounds() < 1 && Cd >= kRowsMinChannels && !padded) {
         if (kind == ConvKind::Forward) return true;
         if (kind == ConvKind::WeightGrad && Cr >= kRowsMinChannels && (team <= 1 || Cd <= kRowsMaxGradResult)) return true;
-        if (tr && Cr > kSmallTinyOg && g.Og * g.kernel_numel() <= kRowsPaddedSums * strides && g.N >= team) return true;
+        if (tr && Cr > kSmallTinyOg && g.Og * g.kernel_numel() <= kRowsLongSums * strides && g.N >= team) return true;
     }
     // The transposed call of a few reduction channels (more than kSmallTinyOg, at most
     // kRowsMinChannels) to any number of result channels, taps overlapping: the GEMM path's
@@ -252,7 +252,7 @@ bool rows_fits(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, Tra
     if (kind == ConvKind::WeightGrad) return rows_grad_fits(g, Cr, Cd, padded);
     if (Cd < kRowsMinChannels || padded) return false;
     // The NCX transposed call of a 2-D f32 layer without padding whose results sum
-    // kRowsPaddedSums products (Og·∏K/∏s) or more, at AVX-512: the GEMM path, whose 12 × 32
+    // kRowsLongSums products (Og·∏K/∏s) or more, at AVX-512: the GEMM path, whose 12 × 32
     // register tile runs long sums closer to the FMA peak than the channel rows do and has no
     // padding's products here to waste. On 18 2-D layers without padding (16-64 channels a
     // group each side, k3-k5 s1-s2; Intel Xeon family 6 model 207, bench/RESULTS.md) the GEMM
@@ -261,7 +261,7 @@ bool rows_fits(ConvKind kind, const ConvGeometry& g, std::size_t elem_bytes, Tra
     // tile) 1.03-1.11 on those five, and in NXC 1.12-1.43: both keep the rows. Zen 5's AVX-512
     // measured the same way (0.78-0.86 at 800-1 536 products, 1.13 at 288).
     if (tr && isa == simd::Isa::avx512 && elem_bytes == 4 && g.layout == Layout::NCX && g.D() == 2 &&
-        g.taps_in_bounds() >= 1 && g.Og * g.kernel_numel() >= kRowsPaddedSums * strides)
+        g.taps_in_bounds() >= 1 && g.Og * g.kernel_numel() >= kRowsLongSums * strides)
         return false;
     return Cr >= kRowsMinChannels;
 }

@@ -394,7 +394,7 @@ TEST_CASE("conv plan: the channel-row rule", "[conv_plan]") {
     // taps k = 0, 1, 2, 16 of 18; (8/9)³ = 0.702. Forward: 96 result channels (past
     // kRowsMaxResult) from 256 (a 96 KiB tap block): in. Weight gradient: 96 result channels,
     // up to kRowsMaxGradResult: in at 2 threads. Transposed: 96 · 27 / 8 = 324 products a
-    // result, up to kRowsPaddedSums: in (with one image, not in a team of 2). The same
+    // result, up to kRowsLongSums: in (with one image, not in a team of 2). The same
     // without padding (13³ to 6³), or in 2-D: out.
     auto pad3 = [](std::int64_t X, std::int64_t p, std::int64_t Og, std::int64_t K, std::size_t D = 3, std::int64_t N = 2) {
         return ConvGeometry::forward({.N = N, .C_in = 256, .C_out = Og, .in_size = Shape(D, X), .kernel = Shape(D, K),
@@ -412,13 +412,13 @@ TEST_CASE("conv plan: the channel-row rule", "[conv_plan]") {
           ConvStrategy::Rows);
     // 192 result channels: the weight gradient on the channel rows at 1 thread, not in a team.
     // k5 p1 from 13³ to 6³ (192 o-side channels): the transposed call sums 192 · 125 / 8 =
-    // 3 000 products a result, past kRowsPaddedSums: out; its forward call: in.
+    // 3 000 products a result, past kRowsLongSums: out; its forward call: in.
     const ConvGeometry wide = pad3(11, 1, 192, 3), k5 = pad3(13, 1, 192, 5);
     CHECK(plan_conv(ConvKind::WeightGrad, wide, 1, kDefaultBudget, 4, TransposedAlgo::Auto).strategy == ConvStrategy::Rows);
     CHECK(plan(ConvKind::WeightGrad, wide).strategy != ConvStrategy::Rows);
     CHECK(plan(ConvKind::Forward, k5).strategy == ConvStrategy::Rows);
     CHECK(plan(ConvKind::Transposed, k5).strategy != ConvStrategy::Rows);
-    // 2-D NCX transposed calls in f32 without padding whose results sum kRowsPaddedSums
+    // 2-D NCX transposed calls in f32 without padding whose results sum kRowsLongSums
     // products or more: the GEMM path at AVX-512. 64 o-side channels to 64 i-side ones, k4 s1
     // (forward view: 19 x 19 -> 16 x 16, every tap inside): 64 · 16 = 1 024 products a result:
     // out at AVX-512; in at AVX2, in NXC and in f64. 32 o-side channels at k5 s1 (32 · 25 =

@@ -871,6 +871,25 @@ TEST_CASE("im2col's lane gathers match the reference at every instruction set, a
     }
 }
 
+namespace {
+
+// The direct path's result against the GEMM path's where operands hold infinities or NaNs:
+// NaN where it has NaN, the same value elsewhere (`exact`), or at least the same infinities;
+// and some non-finite result, so that the case is not vacuous.
+void check_same_nonfinite(const std::vector<double>& gemm, const std::vector<double>& direct, bool exact) {
+    REQUIRE(gemm.size() == direct.size());
+    std::size_t nonfinite = 0, differ = 0;
+    for (std::size_t i = 0; i < gemm.size(); ++i) {
+        nonfinite += !std::isfinite(gemm[i]);
+        if (std::isnan(gemm[i]) != std::isnan(direct[i])) ++differ;
+        else if (!std::isnan(gemm[i]) && (exact || std::isinf(gemm[i])) && gemm[i] != direct[i]) ++differ;
+    }
+    CHECK(differ == 0);
+    CHECK(nonfinite > 0);
+}
+
+}  // namespace
+
 TEST_CASE("the direct kernels give the GEMM path's results on non-finite operands", "[kernels][small][rows]") {
     std::mt19937_64 rng(1313);
     const ConvConfig c{"2d stride2 pad1 op", 2, 1, 5, 6, {{6, 3, 2, 1, 1, 1, 1}, {5, 3, 2, 1, 1, 1, 1}}};
@@ -902,16 +921,8 @@ TEST_CASE("the direct kernels give the GEMM path's results on non-finite operand
             const SmallConvGuard sc(k.path);
             direct = k.f().values();
         }
-        REQUIRE(gemm.size() == direct.size());
-        std::size_t nonfinite = 0, differ = 0;
-        for (std::size_t i = 0; i < gemm.size(); ++i) {
-            nonfinite += !std::isfinite(gemm[i]);
-            if (std::isnan(gemm[i]) != std::isnan(direct[i])) ++differ;
-            else if (!std::isnan(gemm[i]) && (k.exact || std::isinf(gemm[i])) && gemm[i] != direct[i]) ++differ;
-        }
         INFO(k.op << path_name(k.path));
-        CHECK(differ == 0);
-        CHECK(nonfinite > 0);  // the case is not vacuous
+        check_same_nonfinite(gemm, direct, k.exact);
     }
     // A NaN in x alone, at its last element (the last image's last channel), with u and W
     // finite: the small-channel weight gradient declines as well (its check covers all of x).
@@ -926,14 +937,7 @@ TEST_CASE("the direct kernels give the GEMM path's results on non-finite operand
         const SmallConvGuard sc(SmallConv::Always);
         direct = conv_weight_grad(xl, ul, g).values();
     }
-    REQUIRE(gemm.size() == direct.size());
-    std::size_t nans = 0, differ = 0;
-    for (std::size_t i = 0; i < gemm.size(); ++i) {
-        nans += std::isnan(gemm[i]);
-        differ += std::isnan(gemm[i]) != std::isnan(direct[i]) || (!std::isnan(gemm[i]) && gemm[i] != direct[i]);
-    }
-    CHECK(differ == 0);
-    CHECK(nans > 0);
+    check_same_nonfinite(gemm, direct, true);
 }
 
 TEST_CASE("conv kernels satisfy the adjoint identities on every table row", "[kernels]") {

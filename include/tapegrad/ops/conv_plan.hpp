@@ -113,11 +113,14 @@ inline constexpr std::int64_t kWideImageCols = 256;
 inline constexpr std::int64_t kSmallOg = 32, kSmallIg = 32, kSmallR = 256, kSmallRStrided = 64, kSmallTinyOg = 8,
                               kSmallTinyImageBytes = 2 * kTileCacheBytes, kSmallGradWeights = kSmallOg * kSmallR;
 inline constexpr double kSmallMinMacs = 65536, kSmallWaste = 1.5;
-// The channel-row rule's limits (see plan_conv).
+// The channel-row rule's limits (see plan_conv). kRowsLongSums: products a transposed call's
+// result sums (Og·∏K/∏s) from which the GEMM path's register tile does better than the rows
+// (3-D layers with taps in padding keep the rows up to it; 2-D ones without padding, in f32 at
+// AVX-512, leave them from it).
 inline constexpr std::int64_t kRowsMinChannels = 16, kRowsMaxResult = 64, kRowsMaxGradResult = 128, kRowsTapBytes = 32 << 10,
                               kRowsOverSmall = 32, kRowsTransposedTaps = 2, kRowsTransposedSums = 128,
                               kRowsTransposedBytes = std::int64_t{12} << 20,
                               kRowsSmallImage = 64, kRowsGradManySums = 32, kRowsGradMinResult = 8, kRowsGradMinRows = 8,
-                              kRowsGradImageParts = 2, kRowsPaddedSums = 1024;
+                              kRowsGradImageParts = 2, kRowsLongSums = 1024;
 
 }  // namespace tg
