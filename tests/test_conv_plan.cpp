@@ -332,9 +332,8 @@ TEST_CASE("conv plan: the small-channel rule", "[conv_plan]") {
 // channels are whole vectors at every instruction set (multiples of 16 floats). The weight
 // gradient's result channels are the forward call's (Og).
 TEST_CASE("conv plan: the channel-row rule", "[conv_plan]") {
-    auto plan = [](ConvKind k, const ConvGeometry& g, SmallConv m = SmallConv::Auto, std::size_t eb = 4) {
-        return plan_conv(k, g, 2, kDefaultBudget, eb, TransposedAlgo::Auto, m);
-    };
+    auto plan = [](ConvKind k, const ConvGeometry& g, SmallConv m = SmallConv::Auto, std::size_t eb = 4,
+                   simd::Isa isa = simd::active()) { return plan_conv(k, g, 2, kDefaultBudget, eb, TransposedAlgo::Auto, m, isa); };
     // vol3d_k4s2 (64 -> 32 channels transposed: 32 i-side, 64 o-side), dilated_d2 (64 -> 64):
     // forward and transposed; one tap's weight block 32·64 or 64·64 floats, within 32 KiB.
     const ConvGeometry vol = ConvGeometry::forward({.N = 2, .C_in = 32, .C_out = 64, .in_size = {16, 16, 16},
@@ -428,8 +427,8 @@ TEST_CASE("conv plan: the channel-row rule", "[conv_plan]") {
         return ConvGeometry::forward({.N = 8, .C_in = 64, .C_out = Og, .in_size = {X, X}, .kernel = {K, K},
                                       .pads_begin = {p, p}, .pads_end = {p, p}, .layout = layout});
     };
-    auto transposed_on = [](const ConvGeometry& g, simd::Isa isa, std::size_t eb = 4) {
-        return plan_conv(ConvKind::Transposed, g, 1, kDefaultBudget, eb, TransposedAlgo::Auto, SmallConv::Auto, isa).strategy;
+    auto transposed_on = [&](const ConvGeometry& g, simd::Isa isa, std::size_t eb = 4, SmallConv m = SmallConv::Auto) {
+        return plan(ConvKind::Transposed, g, m, eb, isa).strategy;
     };
     CHECK(unpadded2d(64, 4, 0).out_size == Shape{16, 16});
     CHECK(unpadded2d(64, 4, 0).taps_in_bounds() == 1.0);
@@ -440,8 +439,7 @@ TEST_CASE("conv plan: the channel-row rule", "[conv_plan]") {
     CHECK(transposed_on(unpadded2d(32, 5, 0), simd::Isa::avx512) == ConvStrategy::Rows);
     CHECK(transposed_on(unpadded2d(64, 4, 1), simd::Isa::avx512) == ConvStrategy::Rows);
     CHECK(transposed_on(unpadded2d(64, 4, 0), simd::Isa::avx512) ==
-          plan_conv(ConvKind::Transposed, unpadded2d(64, 4, 0), 1, kDefaultBudget, 4, TransposedAlgo::Auto, SmallConv::Never,
-                    simd::Isa::avx512).strategy);
+          transposed_on(unpadded2d(64, 4, 0), simd::Isa::avx512, 4, SmallConv::Never));
     // The transposed call by its taps per result position (∏K / ∏s) and disjoint taps (a
     // forward geometry with C_in result and C_out reduction channels of the transposed call):
     // 128 result channels from 64 or 48 o-side ones on the channel rows where a position takes

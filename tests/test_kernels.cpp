@@ -873,10 +873,19 @@ TEST_CASE("im2col's lane gathers match the reference at every instruction set, a
 
 namespace {
 
-// The direct path's result against the GEMM path's where operands hold infinities or NaNs:
+// `f` on the direct path `path` against the GEMM path where operands hold infinities or NaNs:
 // NaN where it has NaN, the same value elsewhere (`exact`), or at least the same infinities;
 // and some non-finite result, so that the case is not vacuous.
-void check_same_nonfinite(const std::vector<double>& gemm, const std::vector<double>& direct, bool exact) {
+void check_same_nonfinite(SmallConv path, const std::function<Tensor()>& f, bool exact) {
+    std::vector<double> gemm, direct;
+    {
+        const SmallConvGuard sc(SmallConv::Never);
+        gemm = f().values();
+    }
+    {
+        const SmallConvGuard sc(path);
+        direct = f().values();
+    }
     REQUIRE(gemm.size() == direct.size());
     std::size_t nonfinite = 0, differ = 0;
     for (std::size_t i = 0; i < gemm.size(); ++i) {
@@ -912,32 +921,14 @@ TEST_CASE("the direct kernels give the GEMM path's results on non-finite operand
     for (const Case& k : {Case{SmallConv::Always, "transposed", transposed, true}, Case{SmallConv::Always, "weight grad", weight_grad, true},
                           Case{SmallConv::Rows, "transposed", transposed, true}, Case{SmallConv::Rows, "forward", forward, false},
                           Case{SmallConv::Rows, "weight grad", weight_grad, true}}) {
-        std::vector<double> gemm, direct;
-        {
-            const SmallConvGuard sc(SmallConv::Never);
-            gemm = k.f().values();
-        }
-        {
-            const SmallConvGuard sc(k.path);
-            direct = k.f().values();
-        }
         INFO(k.op << path_name(k.path));
-        check_same_nonfinite(gemm, direct, k.exact);
+        check_same_nonfinite(k.path, k.f, k.exact);
     }
     // A NaN in x alone, at its last element (the last image's last channel), with u and W
     // finite: the small-channel weight gradient declines as well (its check covers all of x).
     Tensor xl = random_tensor(g.in_shape(), rng).to(DType::f32), ul = random_tensor(g.out_shape(), rng).to(DType::f32);
     xl.data<float>()[xl.numel() - 1] = std::numeric_limits<float>::quiet_NaN();
-    std::vector<double> gemm, direct;
-    {
-        const SmallConvGuard sc(SmallConv::Never);
-        gemm = conv_weight_grad(xl, ul, g).values();
-    }
-    {
-        const SmallConvGuard sc(SmallConv::Always);
-        direct = conv_weight_grad(xl, ul, g).values();
-    }
-    check_same_nonfinite(gemm, direct, true);
+    check_same_nonfinite(SmallConv::Always, [&] { return conv_weight_grad(xl, ul, g); }, true);
 }
 
 TEST_CASE("conv kernels satisfy the adjoint identities on every table row", "[kernels]") {
