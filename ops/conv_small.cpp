@@ -1,6 +1,7 @@
 #include "tapegrad/ops/conv_small.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <limits>
 
 #include <omp.h>
@@ -358,8 +359,7 @@ bool small_transposed(const ConvGeometry& g, const T* u, const T* w, T* r, int t
 
 template <class T>
 bool small_weight_grad(const ConvGeometry& g, const T* x, const T* u, T* dw, int team) {
-    const std::int64_t N = g.N, G = g.G, Ig = g.Ig, Og = g.Og, Kn = g.kernel_numel(), Xn = g.in_numel(), P = g.out_numel();
-    if (!vec::all_finite(x, N * G * Ig * Xn)) return false;
+    const std::int64_t N = g.N, Ig = g.Ig, Og = g.Og, Kn = g.kernel_numel(), Xn = g.in_numel(), P = g.out_numel();
     const PhaseGrid pg(g);
     // Chunks fixed by the geometry alone (at least two where the batch allows), their sums
     // added in chunk order: any team gives the same bits.
@@ -371,17 +371,27 @@ bool small_weight_grad(const ConvGeometry& g, const T* x, const T* u, T* dw, int
     Buffer<T> planes = zeroed<T>(nt * i_thread), grids = zeroed<T>(nt * Og * ch.o_ld), partial(units * wsize);
     std::fill_n(partial.data(), units * wsize, T(0));
     const simd_small::Kernels<T>& k = small_kernels<T>();
+    // x checked image by image just before its copy reads it again from L1 (the header).
+    std::atomic<bool> finite{true};
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (std::int64_t un = 0; un < units; ++un) {
+        if (!finite.load(std::memory_order_relaxed)) continue;
         const int id = omp_get_thread_num();
         const Chunk::Unit c = ch.unit(un);
         T* pl = planes.data() + id * i_thread;
         T* gr = grids.data() + id * Og * ch.o_ld;
         prefetch_unit(ch, un + 1, x, Ig, Xn);
         prefetch_unit(ch, un + 1, u, Og, P);
+        bool ok = true;
         for (std::int64_t n = 0; n < c.nb; ++n) {
-            gc.planes_from(x + c.at(n, Ig, Xn), Ig, pl, n);
+            const T* xn = x + c.at(n, Ig, Xn);
+            ok = ok && vec::all_finite(xn, Ig * Xn);
+            gc.planes_from(xn, Ig, pl, n);
             gc.ogrid_from(u + c.at(n, Og, P), Og, gr, n);
+        }
+        if (!ok) {
+            finite.store(false, std::memory_order_relaxed);
+            continue;
         }
         // The kernel sums whole vectors: zeros after the chunk's last image (the margin
         // holds them for a full chunk).
@@ -390,6 +400,7 @@ bool small_weight_grad(const ConvGeometry& g, const T* x, const T* u, T* dw, int
         k.correlate_grad({1, ch.len(c.nb), Og, Ig, Kn, off.data(), gr + pg.front, ch.o_ld, 0, pl, ch.i_ld, 0,
                           partial.data() + un * wsize});
     }
+    if (!finite.load()) return false;
     for (std::int64_t un = 0; un < units; ++un) {  // chunk by chunk, in order
         const T* pp = partial.data() + un * wsize;
         T* d = dw + ch.unit(un).group * wsize;
