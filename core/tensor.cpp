@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "tapegrad/core/convert.hpp"
+#include "tapegrad/core/transpose.hpp"
 #include "tapegrad/core/workspace.hpp"
 
 namespace tg {
@@ -218,7 +219,7 @@ namespace {
 // axes that are contiguous with each other merged; then
 //   * an innermost axis of stride 1: one memcpy per row;
 //   * an axis of stride 1 elsewhere (a transpose): the plane of that axis and the innermost
-//     one is copied in 32×32 tiles, so both the reads and the writes of a tile stay in cache;
+//     one by transpose_copy (tapegrad/core/transpose.hpp);
 //   * otherwise: element by element.
 template <class T>
 void strided_copy(const T* src, Shape shape, Shape strides, std::int64_t offset, T* dst) {
@@ -257,26 +258,7 @@ void strided_copy(const T* src, Shape shape, Shape strides, std::int64_t offset,
         if (st[L] == 1) {
             std::memcpy(dst + d0, src + so, static_cast<std::size_t>(n_last) * sizeof(T));
         } else if (k != L) {
-            // 8×8 tiles: with power-of-two strides the lines of a tile share a cache set, and
-            // 8 per side still fit the ways of L1 (32 per side thrash it).
-            constexpr std::int64_t B = 8;
-            const std::int64_t nk = sh[k], sl = st[L], dk = dst_st[k];
-            for (std::int64_t i0 = 0; i0 < nk; i0 += B)
-                for (std::int64_t j0 = 0; j0 < n_last; j0 += B) {
-                    const T* s = src + so + j0 * sl + i0;
-                    T* d = dst + d0 + i0 * dk + j0;
-                    if (i0 + B <= nk && j0 + B <= n_last) {  // a whole tile: fixed trip counts
-                        T t[B][B];
-                        for (std::int64_t j = 0; j < B; ++j)
-                            for (std::int64_t i = 0; i < B; ++i) t[i][j] = s[j * sl + i];
-                        for (std::int64_t i = 0; i < B; ++i)
-                            for (std::int64_t j = 0; j < B; ++j) d[i * dk + j] = t[i][j];
-                        continue;
-                    }
-                    const std::int64_t ni = std::min(B, nk - i0), nj = std::min(B, n_last - j0);
-                    for (std::int64_t j = 0; j < nj; ++j)
-                        for (std::int64_t i = 0; i < ni; ++i) d[i * dk + j] = s[j * sl + i];
-                }
+            transpose_copy(src + so, st[L], n_last, sh[k], dst + d0, dst_st[k]);  // dst[i·dst_st[k] + j] = src[so + j·st[L] + i]
         } else {
             for (std::int64_t j = 0; j < n_last; ++j) dst[d0 + j] = src[so + j * st[L]];
         }

@@ -1,7 +1,9 @@
 #include "tapegrad/ops/vec.hpp"
 
 #include <algorithm>
+#include <type_traits>
 
+#include "tapegrad/core/transpose.hpp"
 #include "tapegrad/ops/vec_kernels.hpp"
 
 namespace tg::vec {
@@ -63,10 +65,11 @@ void copy_runs_scalar(const LaneRun* runs, std::int64_t n, const T* src, std::in
         }
 }
 
+// The transposing copy's own Isa::scalar tiles (tapegrad/core/transpose.hpp), on the bits.
 template <class T>
 void transpose_scalar(const T* src, std::int64_t lds, std::int64_t rows, std::int64_t cols, T* dst, std::int64_t ldd) {
-    for (std::int64_t r = 0; r < rows; ++r)
-        for (std::int64_t c = 0; c < cols; ++c) dst[c * ldd + r] = src[r * lds + c];
+    using Bits = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
+    transpose_copy(reinterpret_cast<const Bits*>(src), lds, rows, cols, reinterpret_cast<Bits*>(dst), ldd);
 }
 
 // A 64-byte vector's lanes, element by element; Copy: each lane from its one permute.

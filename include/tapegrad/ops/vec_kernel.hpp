@@ -447,21 +447,13 @@ void copy_runs(const LaneRun* runs, std::int64_t nruns, const T* src, std::int64
     }
 }
 
-// permute_sum's vector operations in 32-bit lanes (their masked loads and stores also
-// transpose's edges), R of them an element of T: AVX-512's
-// zero-masking permute, or AVX2's permute and a mask of the lanes whose idx is not -1.
+// permute_sum's vector operations in 32-bit lanes, R of them an element of T, beside the
+// masked loads and stores (tapegrad/core/transpose_kernel.hpp): AVX-512's zero-masking
+// permute, or AVX2's permute and a mask of the lanes whose idx is not -1.
 template <class T>
-struct Permute512 {
-    static constexpr std::int64_t R = sizeof(T) / 4, L32 = 16;
-    static __m512 zero() { return _mm512_setzero_ps(); }
-    static __mmask16 below(std::int64_t c32) { return static_cast<__mmask16>((1u << c32) - 1); }
-    static __m512 load(const T* p, std::int64_t count) {
-        return count * R == L32 ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(below(count * R), p);
-    }
-    static void store(T* p, __m512 v, std::int64_t count) {
-        if (count * R == L32) _mm512_storeu_ps(p, v);
-        else _mm512_mask_storeu_ps(p, below(count * R), v);
-    }
+struct Permute512 : simd_kernel::MaskedLanes512<T> {
+    using Base = simd_kernel::MaskedLanes512<T>;
+    using Base::R;
     static __m512i index(const LanePermute& u) { return _mm512_loadu_si512(u.idx); }
     static __m512 permute(const LanePermute& u, __m512i idx, __m512 v) {
         return _mm512_maskz_permutexvar_ps(static_cast<__mmask16>(u.mask), idx, v);
@@ -475,21 +467,9 @@ struct Permute512 {
     }
 };
 template <class T>
-struct Permute256 {
-    static constexpr std::int64_t R = sizeof(T) / 4, L32 = 8;
-    static __m256 zero() { return _mm256_setzero_ps(); }
-    static __m256i below(std::int64_t c32) {
-        return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(c32)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-    }
-    static __m256 load(const T* p, std::int64_t count) {
-        const float* f = reinterpret_cast<const float*>(p);
-        return count * R == L32 ? _mm256_loadu_ps(f) : _mm256_maskload_ps(f, below(count * R));
-    }
-    static void store(T* p, __m256 v, std::int64_t count) {
-        float* f = reinterpret_cast<float*>(p);
-        if (count * R == L32) _mm256_storeu_ps(f, v);
-        else _mm256_maskstore_ps(f, below(count * R), v);
-    }
+struct Permute256 : simd_kernel::MaskedLanes256<T> {
+    using Base = simd_kernel::MaskedLanes256<T>;
+    using Base::R;
     static __m256i index(const LanePermute& u) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(u.idx)); }
     static __m256 permute(const LanePermute&, __m256i idx, __m256 v) {
         return _mm256_and_ps(_mm256_permutevar8x32_ps(v, idx),
@@ -506,70 +486,19 @@ struct Permute256 {
 template <class Arch, class T>
 using LaneOps = std::conditional_t<sizeof(xsimd::batch<float, Arch>) == 64, Permute512<T>, Permute256<T>>;
 
+// simd_kernel::transpose (the transposing copy of tapegrad/core/transpose.hpp), but up to
+// kInterleaveMaxWays rows into a dense destination (ldd = rows: a 3-channel image's
+// positions with their channels together) interleaved as vectors: its blocks take no row of
+// them, and element by element this was 8% of dcgan_g4's weight gradient.
 template <class Arch, class T>
 void transpose(const T* src, std::int64_t lds, std::int64_t rows, std::int64_t cols, T* dst, std::int64_t ldd) {
-    using V = xsimd::batch<T, Arch>;
-    constexpr std::int64_t W = V::size;
-    // Up to kInterleaveMaxWays rows into a dense destination (ldd = rows: a 3-channel image's
-    // positions with their channels together) interleaved as vectors; the blocks below take no
-    // row of them, and element by element this was 8% of dcgan_g4's weight gradient.
-    if (rows <= kInterleaveMaxWays && ldd == rows && rows < W) {
+    if (rows <= kInterleaveMaxWays && ldd == rows && rows < static_cast<std::int64_t>(xsimd::batch<T, Arch>::size)) {
         const T* row[kInterleaveMaxWays];
         for (std::int64_t r = 0; r < rows; ++r) row[r] = src + r * lds;
         interleave<Arch, T>(cols, rows, row, dst, false);
         return;
     }
-    const std::int64_t rv = rows / W * W, cv = cols / W * W;
-    V v[W];
-    auto block = [&](std::int64_t r0, std::int64_t c0) {
-        for (std::int64_t i = 0; i < W; ++i) v[i] = V::load_unaligned(src + (r0 + i) * lds + c0);
-        simd_kernel::transpose_in_registers<Arch, T>(v);
-        for (std::int64_t i = 0; i < W; ++i) v[i].store_unaligned(dst + (c0 + i) * ldd + r0);
-    };
-    // The blocks in the order that walks the side of the longer row stride along its rows, W
-    // rows at a time: the other order keeps all its rows open at once, and rows a multiple of
-    // 4 KiB apart (a 32 × 32 plane) share an L1 set, so more than its ways of them evict each
-    // other's lines before they are whole (the channel rows' results into NCX: grouped_g8's
-    // 32 channel rows of 4 KiB, 24% of its transposed call at AVX2 on a Zen 5).
-    if (ldd > lds)
-        for (std::int64_t c0 = 0; c0 < cv; c0 += W)
-            for (std::int64_t r0 = 0; r0 < rv; r0 += W) block(r0, c0);
-    else
-        for (std::int64_t r0 = 0; r0 < rv; r0 += W)
-            for (std::int64_t c0 = 0; c0 < cv; c0 += W) block(r0, c0);
-    // The edges as blocks too, their missing rows and columns zeros in the registers (masked
-    // loads and stores touch no element past the edge; element by element, a 2-D k3 weight's 9
-    // taps were all edge: 14% of a grouped layer's transposed call in packing its weight). An
-    // edge thinner than `thin` costs less element by element than a block's shuffles; the
-    // rows' edge stores with masks, which AVX2 does slowly on AMD (19 rows: 1.34× the time of
-    // element by element on a Zen 5), so there only at AVX-512.
-    using Op = LaneOps<Arch, T>;
-    using Reg = typename V::register_type;
-    constexpr std::int64_t thin = std::max<std::int64_t>(2, W / 4);
-    constexpr bool masked_stores = sizeof(V) == 64;
-    auto load_n = [](const T* p, std::int64_t n) { return V(std::bit_cast<Reg>(Op::load(p, n))); };
-    auto by_element = [&](std::int64_t r0, std::int64_t r1, std::int64_t c0) {
-        for (std::int64_t r = r0; r < r1; ++r)
-            for (std::int64_t c = c0; c < cols; ++c) dst[c * ldd + r] = src[r * lds + c];
-    };
-    const std::int64_t ce = cols - cv, re = rows - rv;
-    if (ce >= thin)  // columns past cv of the rows before rv
-        for (std::int64_t r0 = 0; r0 < rv; r0 += W) {
-            for (std::int64_t i = 0; i < W; ++i) v[i] = load_n(src + (r0 + i) * lds + cv, ce);
-            simd_kernel::transpose_in_registers<Arch, T>(v);
-            for (std::int64_t i = 0; i < ce; ++i) v[i].store_unaligned(dst + (cv + i) * ldd + r0);
-        }
-    else
-        by_element(0, rv, cv);
-    if (masked_stores && re >= thin)  // rows past rv, every column
-        for (std::int64_t c0 = 0; c0 < cols; c0 += W) {
-            const std::int64_t n = std::min(W, cols - c0);
-            for (std::int64_t i = 0; i < W; ++i) v[i] = i < re ? load_n(src + (rv + i) * lds + c0, n) : V(T(0));
-            simd_kernel::transpose_in_registers<Arch, T>(v);
-            for (std::int64_t i = 0; i < n; ++i) Op::store(dst + (c0 + i) * ldd + rv, std::bit_cast<decltype(Op::zero())>(Reg(v[i])), re);
-        }
-    else
-        by_element(rv, rows, 0);
+    simd_kernel::transpose<Arch, T>(src, lds, rows, cols, dst, ldd);
 }
 
 // P planes of permute_sum (Copy: permute_copy) at a time, so that P independent sums are in
