@@ -244,6 +244,7 @@ Tensor pow(const Tensor& t, double p) {
     need(t, "pow", "input");
     const DType rt = result_dtype(t.dtype(), p);
     if (!is_float(rt)) return broadcast_map("pow", t, Tensor::full({}, p, rt), rt, fn::Pow{});
+    if (p == 2.0) return unary_map(t, rt, fn::Square{});  // x·x, vectorised (libm's pow: 40× the time)
     return unary_map(t, rt, fn::PowScalar<double>{p});
 }
 

@@ -362,7 +362,10 @@ TEST_CASE("element-wise ops equal the scalar path bit for bit at every instructi
         {[](const Tensor& x, double) { return rsqrt(x); }, "rsqrt"},
         {[](const Tensor& x, double) { return tg::exp(x); }, "exp"},
         {[](const Tensor& x, double p) { return softplus(affine(x, p * 40, 0)); }, "softplus"},
-        {[](const Tensor& x, double) { return tg::tanh(x); }, "tanh (scalar everywhere)"}};
+        {[](const Tensor& x, double p) { return tg::tanh(affine(x, p, 0)); }, "tanh"},
+        {[](const Tensor& x, double p) { return sigmoid(affine(x, p * 40, 0)); }, "sigmoid"},
+        {[](const Tensor& x, double) { return tg::pow(x, 2.0); }, "pow 2"},
+        {[](const Tensor& x, double) { return tg::sin(x); }, "sin (scalar everywhere)"}};
     // (0.1, 0.2) makes a fused multiply-add differ from the scalar path's two roundings.
     const std::pair<double, double> affines[] = {{-2.5, 0.3}, {0.1, 0.2}, {1e30, -1}, {1, 0}, {0, -0.0}};
     for (const DType dt : {DType::f32, DType::f64, DType::f16, DType::bf16})

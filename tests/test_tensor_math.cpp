@@ -191,9 +191,11 @@ TEST_CASE("vector functors equal their scalar form bit for bit at every ISA", "[
     std::mt19937 rng(17);
     std::vector<float> xf;
     std::vector<double> xd;
-    for (float s : {0.0f, -0.0f, INFINITY, -INFINITY, NAN, -NAN, 1e-40f, -1e-40f, 88.72f, 88.73f, 89.0f, -103.9f, -104.0f, 1e30f})
+    for (float s : {0.0f, -0.0f, INFINITY, -INFINITY, NAN, -NAN, 1e-40f, -1e-40f, 88.72f, 88.73f, 89.0f, -103.9f, -104.0f, 1e30f,
+                    0.6249999f, 0.625f, -0.625f, 44.4f, 44.6f, -44.6f, 1e-3f, -2e-20f})
         xf.push_back(s);
-    std::uniform_real_distribution<float> d(-110.0f, 110.0f);
+    std::uniform_real_distribution<float> d(-110.0f, 110.0f), near(-4.0f, 4.0f);
+    while (xf.size() < 500) xf.push_back(near(rng));  // tanh's and sigmoid's curved part
     while (xf.size() < 1000) xf.push_back(d(rng));
     for (float v : xf) xd.push_back(static_cast<double>(v) * 1.000001);
     auto check = [&](const auto& f, const char* name) {
@@ -227,6 +229,9 @@ TEST_CASE("vector functors equal their scalar form bit for bit at every ISA", "[
     check(fn::Rsqrt{}, "rsqrt");
     check(fn::Exp{}, "exp");
     check(fn::Softplus{}, "softplus");
+    check(fn::Tanh{}, "tanh");
+    check(fn::Sigmoid{}, "sigmoid");
+    check(fn::Square{}, "square");
     check(fn::Clamp<double>{-0.5, 0.75}, "clamp");
 }
 
@@ -264,6 +269,42 @@ TEST_CASE("exp ulp: f32 exp within 1.01 ulp of e^x and 1 ulp of std::exp", "[ten
     CHECK(worst < 1.01);
     CHECK(max_bits <= 1);
     if (std::getenv("TG_EXP_SWEEP_STEP")) WARN("f32 exp: max error " << worst << " ulp versus exp in f64, max " << max_bits << " ulp from std::exp(float), " << count << " magnitudes");
+}
+
+TEST_CASE("tanh and sigmoid ulp: f32 tanh within 1.5 ulp and sigmoid within 2.5 ulp of the f64 functions", "[tensor-math]") {
+    // Every 409th f32 bit pattern of magnitude up to 60 (both signs): the error is
+    // |got − f(x) in f64| in units of the f32 spacing at the result.
+    const fn::Tanh tanh_f;
+    const fn::Sigmoid sigmoid_f;
+    double worst_tanh = 0, worst_sigmoid = 0;
+    std::uint32_t end, count = 0;
+    const float top = 60.0f;
+    std::memcpy(&end, &top, 4);
+    auto ulps = [](float got, double want) {
+        const float wf = static_cast<float>(want);
+        const double ulp = std::max(static_cast<double>(std::nextafter(std::fabs(wf), INFINITY) - std::fabs(wf)), 1.401298464324817e-45);
+        return std::fabs(static_cast<double>(got) - want) / ulp;
+    };
+    for (std::uint32_t k = 0; k <= end; k += 409, ++count) {
+        float x;
+        std::memcpy(&x, &k, 4);
+        for (float s : {x, -x}) {
+            const double xd = static_cast<double>(s);
+            worst_tanh = std::max(worst_tanh, ulps(tanh_f(s), std::tanh(xd)));
+            worst_sigmoid = std::max(worst_sigmoid, ulps(sigmoid_f(s), 1.0 / (1.0 + std::exp(-xd))));
+        }
+    }
+    INFO("tanh " << worst_tanh << " ulp, sigmoid " << worst_sigmoid << " ulp over " << count << " magnitudes");
+    CHECK(worst_tanh < 1.5);
+    CHECK(worst_sigmoid < 2.5);
+    CHECK(std::isnan(tanh_f(NAN)));
+    CHECK(std::isnan(sigmoid_f(NAN)));
+    CHECK(tanh_f(INFINITY) == 1.0f);
+    CHECK(tanh_f(-INFINITY) == -1.0f);
+    CHECK(std::signbit(tanh_f(-0.0f)));
+    CHECK(sigmoid_f(-INFINITY) == 0.0f);
+    CHECK(sigmoid_f(INFINITY) == 1.0f);
+    WARN("f32 tanh: max error " << worst_tanh << " ulp, sigmoid " << worst_sigmoid << " ulp");
 }
 
 TEST_CASE("ag: new ops pass f64 gradcheck and gradgradcheck", "[tensor-math][gradcheck]") {

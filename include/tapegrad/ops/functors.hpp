@@ -10,7 +10,7 @@
 // multiply-adds written as fma() in both forms (std::fma is correctly rounded, as the FMA
 // instruction is). A batch product is never followed by a plain add (the ISA units are compiled
 // with -mfma and GCC would contract it). Ops whose only good form is libm's (log, sin, cos,
-// tanh, pow, f64 exp) have no batch form.
+// pow, f64 exp and tanh) have no batch form.
 //
 // Adding an element-wise op: a functor here (+ its line in TG_VECTOR_FUNCTORS if it has a batch
 // form), the eager function (tapegrad/ops/math.hpp) that maps it, and its gradient (autograd/ops.cpp).
@@ -291,22 +291,74 @@ struct Cos {
     template <class T>
     T operator()(T x) const { return std::cos(x); }
 };
+// tanh x. f64: std::tanh. f32: Cephes' tanhf on a = |x|, in both forms with the same
+// operations (so every instruction set gives the same bits): a + a·z·P(z), z = a², for
+// a < 0.625, else 1 − 2/(e^{2a} + 1) with Exp's e^y (∞ past 44.5: 1); then x's sign (−0 stays
+// −0, NaN stays NaN). Error against tanh in f64: tests/test_tensor_math.cpp ("tanh and
+// sigmoid ulp", 1.3 ulp).
 struct Tanh {
     template <class T>
-    static constexpr bool vector = false;
-    template <class T>
-    T operator()(T x) const { return std::tanh(x); }
-};
-// Never exponentiates a positive number.
-struct Sigmoid {
-    template <class T>
-    static constexpr bool vector = false;
+    static constexpr bool vector = std::is_same_v<T, float>;
+    static constexpr float kSmall = 0.625f;
+    static constexpr float kP[5] = {-5.70498872745e-3f, 2.06390887954e-2f, -5.37397155531e-2f, 1.33314422036e-1f,
+                                    -3.33332819422e-1f};
+
     template <class T>
     T operator()(T x) const {
-        if (x >= T(0)) return T(1) / (T(1) + std::exp(-x));
-        const T e = std::exp(x);
-        return e / (T(1) + e);
+        if constexpr (!std::is_same_v<T, float>) {
+            return std::tanh(x);
+        } else {
+            const float a = std::fabs(x), z = a * a;
+            float p = kP[0];
+            for (int i = 1; i < 5; ++i) p = std::fma(p, z, kP[i]);
+            const float t = a < kSmall ? std::fma(p * z, a, a) : 1.0f - 2.0f / (Exp{}(a + a) + 1.0f);
+            return std::copysign(t, x);
+        }
     }
+    template <class A>
+    xsimd::batch<float, A> operator()(xsimd::batch<float, A> x) const {
+        using V = xsimd::batch<float, A>;
+        const V a = xsimd::abs(x), z = a * a, one(1.0f), sign(-0.0f);
+        V p(kP[0]);
+        for (int i = 1; i < 5; ++i) p = fused(p, z, V(kP[i]));
+        const V t = xsimd::select(a < V(kSmall), fused(p * z, a, a), one - V(2.0f) / (Exp{}(a + a) + one));
+        return (t & ~sign) | (x & sign);  // std::copysign(t, x)
+    }
+};
+// 1 / (1 + e^-x), never exponentiating a positive number: e = e^{-|x|}, then 1/(1 + e) for
+// x >= 0 and e/(1 + e) below. f64: std::exp; f32: Exp, in both forms the same operations
+// (2.1 ulp from the f64 function: "tanh and sigmoid ulp").
+struct Sigmoid {
+    template <class T>
+    static constexpr bool vector = std::is_same_v<T, float>;
+    template <class T>
+    T operator()(T x) const {
+        const T e = exp_minus_abs(x);
+        return x >= T(0) ? T(1) / (T(1) + e) : e / (T(1) + e);
+    }
+    template <class A>
+    xsimd::batch<float, A> operator()(xsimd::batch<float, A> x) const {
+        using V = xsimd::batch<float, A>;
+        const V zero(0.0f), one(1.0f);
+        const V e = Exp{}(xsimd::select(x > zero, -x, x));  // -|x| (NaN stays NaN)
+        return xsimd::select(x >= zero, one / (one + e), e / (one + e));
+    }
+
+private:
+    template <class T>
+    static T exp_minus_abs(T x) {
+        if constexpr (std::is_same_v<T, float>) return Exp{}(x > 0.0f ? -x : x);
+        else return std::exp(x > T(0) ? -x : x);
+    }
+};
+// x·x: pow(x, 2) rounded once (as the correctly rounded x² is).
+struct Square {
+    template <class T>
+    static constexpr bool vector = std::is_floating_point_v<T>;
+    template <class T>
+    T operator()(T x) const { return x * x; }
+    template <class T, class A>
+    xsimd::batch<T, A> operator()(xsimd::batch<T, A> x) const { return x * x; }
 };
 template <class S>
 struct PowScalar {
@@ -368,6 +420,7 @@ struct Ge { template <class T> bool operator()(T a, T b) const { return a >= b; 
 #define TG_VECTOR_FUNCTORS(X)                                                                      \
     X(tg::fn::Neg, float) X(tg::fn::Neg, double) X(tg::fn::Abs, float) X(tg::fn::Abs, double)      \
     X(tg::fn::Relu, float) X(tg::fn::Relu, double) X(tg::fn::Sqrt, float) X(tg::fn::Sqrt, double)  \
-    X(tg::fn::Rsqrt, double) X(tg::fn::Exp, float) X(tg::fn::Softplus, float)                     \
+    X(tg::fn::Rsqrt, double) X(tg::fn::Exp, float) X(tg::fn::Softplus, float) X(tg::fn::Tanh, float)            \
+    X(tg::fn::Sigmoid, float) X(tg::fn::Square, float) X(tg::fn::Square, double)                     \
     X(tg::fn::Clamp<double>, float) X(tg::fn::Clamp<double>, double) X(tg::fn::LeakyRelu<double>, float) \
     X(tg::fn::LeakyRelu<double>, double) X(tg::fn::Step<double>, float) X(tg::fn::Step<double>, double)
