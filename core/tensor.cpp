@@ -215,7 +215,7 @@ const void* Tensor::raw_data() const { return const_cast<Tensor*>(this)->raw_dat
 namespace {
 
 // Copies a strided view (shape, strides, element offset) of src into the contiguous dst,
-// element type T (chosen by size only: a copy moves bytes). Size-1 axes are dropped and
+// element type T (chosen by size only: a copy moves bits). Size-1 axes are dropped and
 // axes that are contiguous with each other merged; then
 //   * an innermost axis of stride 1: one memcpy per row;
 //   * an axis of stride 1 elsewhere (a transpose): the plane of that axis and the innermost
@@ -274,12 +274,10 @@ Tensor Tensor::contiguous() const {
     if (out.numel() == 0) return out;
     const std::byte* src = storage_->bytes.get();
     std::byte* dst = out.storage_->bytes.get();
-    switch (dtype_size(dtype_)) {
-        case 1: strided_copy(reinterpret_cast<const std::uint8_t*>(src), shape_, strides_, offset_, reinterpret_cast<std::uint8_t*>(dst)); break;
-        case 2: strided_copy(reinterpret_cast<const std::uint16_t*>(src), shape_, strides_, offset_, reinterpret_cast<std::uint16_t*>(dst)); break;
-        case 4: strided_copy(reinterpret_cast<const std::uint32_t*>(src), shape_, strides_, offset_, reinterpret_cast<std::uint32_t*>(dst)); break;
-        default: strided_copy(reinterpret_cast<const std::uint64_t*>(src), shape_, strides_, offset_, reinterpret_cast<std::uint64_t*>(dst)); break;
-    }
+    with_element_bytes(dtype_size(dtype_), [&](auto e) {
+        using E = decltype(e);
+        strided_copy(reinterpret_cast<const E*>(src), shape_, strides_, offset_, reinterpret_cast<E*>(dst));
+    });
     return out;
 }
 
@@ -522,9 +520,11 @@ void Tensor::copy_(const Tensor& src) {
     if (is_contiguous()) {
         std::memmove(base + offset_ * es, from, static_cast<std::size_t>(numel() * es));
     } else {
-        for_each_offset(shape_, strides_, offset_, [&](std::int64_t off) {
-            std::memcpy(base + off * es, from, static_cast<std::size_t>(es));
-            from += es;
+        with_element_bytes(static_cast<std::size_t>(es), [&](auto e) {
+            using E = decltype(e);
+            const E* f = reinterpret_cast<const E*>(from);
+            E* b = reinterpret_cast<E*>(base);
+            for_each_offset(shape_, strides_, offset_, [&](std::int64_t off) { b[off] = *f++; });
         });
     }
     bump_version();

@@ -198,14 +198,16 @@ Tensor broadcast_to(const Tensor& x, const Shape& shape) {
     if (!x.defined()) fail("input", "broadcast_to: input is undefined");
     if (broadcast_shapes(x.shape(), shape, "broadcast_to") != shape || x.ndim() > static_cast<int>(shape.size()))
         fail("shape", "broadcast_to: cannot broadcast ", shape_str(x.shape()), " to ", shape_str(shape));
+    if (x.shape() == shape) return x.clone();
     const Tensor X = x.contiguous();
     Tensor out = Tensor::empty(shape, x.dtype());
-    const std::size_t es = dtype_size(x.dtype());
-    const std::byte* px = static_cast<const std::byte*>(X.raw_data());
-    std::byte* po = static_cast<std::byte*>(out.raw_data());
     const Shape zero(shape.size(), 0);
-    for_each_broadcast(shape, broadcast_strides(x.shape(), shape), zero, [&](std::int64_t k, std::int64_t ia, std::int64_t) {
-        std::memcpy(po + k * static_cast<std::int64_t>(es), px + ia * static_cast<std::int64_t>(es), es);
+    with_element_bytes(dtype_size(x.dtype()), [&](auto e) {
+        using E = decltype(e);
+        const E* px = static_cast<const E*>(X.raw_data());
+        E* po = static_cast<E*>(out.raw_data());
+        for_each_broadcast(shape, broadcast_strides(x.shape(), shape), zero,
+                           [&](std::int64_t k, std::int64_t ia, std::int64_t) { po[k] = px[ia]; });
     });
     return out;
 }

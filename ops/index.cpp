@@ -36,26 +36,13 @@ void around(const Shape& s, int axis, std::int64_t& outer, std::int64_t& inner) 
 
 // Calls f(k, off) for every position k (C order) of `shape`, with off the offset of the same
 // multi-index in a contiguous tensor of shape `into` (every dim of shape <= into's) with
-// axis `skip` left out of the offset.
+// axis `skip` left out of the offset (−1: none).
 template <class F>
 void walk(const Shape& shape, const Shape& into, int skip, F&& f) {
-    const std::int64_t n = shape_numel(shape);
-    if (n == 0) return;
-    const Shape st = contiguous_strides(into);
-    const int nd = static_cast<int>(shape.size());
-    std::vector<std::int64_t> idx(static_cast<std::size_t>(nd), 0);
-    std::int64_t off = 0;
-    for (std::int64_t k = 0; k < n; ++k) {
-        f(k, off);
-        for (int a = nd - 1; a >= 0; --a) {
-            const std::size_t u = static_cast<std::size_t>(a);
-            const std::int64_t s = a == skip ? 0 : st[u];
-            off += s;
-            if (++idx[u] < shape[u]) break;
-            off -= s * shape[u];
-            idx[u] = 0;
-        }
-    }
+    Shape st = contiguous_strides(into);
+    if (skip >= 0 && skip < static_cast<int>(st.size())) st[static_cast<std::size_t>(skip)] = 0;
+    const Shape none(shape.size(), 0);
+    for_each_broadcast(shape, st, none, [&](std::int64_t k, std::int64_t off, std::int64_t) { f(k, off); });
 }
 
 void check_gather_shapes(const Tensor& t, int ax, const Tensor& index, const Tensor* src, const char* op) {
@@ -89,13 +76,19 @@ Tensor index_select(const Tensor& t, int axis, const Tensor& index) {
     Tensor out = Tensor::empty(out_shape, t.dtype());
     std::int64_t outer, inner;
     around(t.shape(), ax, outer, inner);
-    const std::int64_t row = inner * static_cast<std::int64_t>(dtype_size(t.dtype()));
     const std::int64_t* pi = ix.data<std::int64_t>();
-    const std::byte* px = static_cast<const std::byte*>(X.raw_data());
-    std::byte* po = static_cast<std::byte*>(out.raw_data());
-    for (std::int64_t o = 0; o < outer; ++o)
-        for (std::int64_t j = 0; j < m; ++j)
-            std::memcpy(po + (o * m + j) * row, px + (o * n + pi[j]) * row, static_cast<std::size_t>(row));
+    with_element_bytes(dtype_size(t.dtype()), [&](auto e) {
+        using E = decltype(e);
+        const E* px = static_cast<const E*>(X.raw_data());
+        E* po = static_cast<E*>(out.raw_data());
+        for (std::int64_t o = 0; o < outer; ++o)
+            for (std::int64_t j = 0; j < m; ++j) {
+                const E* s = px + (o * n + pi[j]) * inner;
+                E* d = po + (o * m + j) * inner;
+                if (inner == 1) *d = *s;  // the last axis: an element, not a call to memcpy
+                else std::copy_n(s, inner, d);
+            }
+    });
     return out;
 }
 
@@ -140,13 +133,13 @@ Tensor gather(const Tensor& t, int axis, const Tensor& index) {
     const Tensor ix = checked_index(index, t.shape()[static_cast<std::size_t>(ax)], "gather", "index");
     const Tensor X = t.contiguous();
     Tensor out = Tensor::empty(ix.shape(), t.dtype());
-    const std::int64_t es = static_cast<std::int64_t>(dtype_size(t.dtype()));
     const std::int64_t stride = contiguous_strides(t.shape())[static_cast<std::size_t>(ax)];
     const std::int64_t* pi = ix.data<std::int64_t>();
-    const std::byte* px = static_cast<const std::byte*>(X.raw_data());
-    std::byte* po = static_cast<std::byte*>(out.raw_data());
-    walk(ix.shape(), t.shape(), ax, [&](std::int64_t k, std::int64_t off) {
-        std::memcpy(po + k * es, px + (off + pi[k] * stride) * es, static_cast<std::size_t>(es));
+    with_element_bytes(dtype_size(t.dtype()), [&](auto e) {
+        using E = decltype(e);
+        const E* px = static_cast<const E*>(X.raw_data());
+        E* po = static_cast<E*>(out.raw_data());
+        walk(ix.shape(), t.shape(), ax, [&](std::int64_t k, std::int64_t off) { po[k] = px[off + pi[k] * stride]; });
     });
     return out;
 }

@@ -131,8 +131,11 @@ Tensor& write_into(Tensor& a, const Tensor& result) {
         if (pa != pr) std::memmove(pa, pr, static_cast<std::size_t>(a.numel() * es));
     } else {
         const Shape zero(a.shape().size(), 0);
-        for_each_broadcast(a.shape(), a.strides(), zero, [&](std::int64_t k, std::int64_t ia, std::int64_t) {
-            std::memcpy(pa + ia * es, pr + k * es, static_cast<std::size_t>(es));
+        with_element_bytes(static_cast<std::size_t>(es), [&](auto e) {
+            using E = decltype(e);
+            E* ta = reinterpret_cast<E*>(pa);
+            const E* tr = reinterpret_cast<const E*>(pr);
+            for_each_broadcast(a.shape(), a.strides(), zero, [&](std::int64_t k, std::int64_t ia, std::int64_t) { ta[ia] = tr[k]; });
         });
     }
     a.bump_version();
@@ -296,16 +299,22 @@ Tensor where(const Tensor& mask, const Tensor& a, const Tensor& b) {
     need(b, "where", "b");
     const Shape shape = broadcast_shapes(broadcast_shapes(mask.shape(), a.shape(), "where"), b.shape(), "where");
     const DType rt = result_dtype(a.dtype(), b.dtype());
-    const Tensor M = broadcast_to(mask, shape), A = broadcast_to(a.to(rt), shape), B = broadcast_to(b.to(rt), shape);
+    // Operands of the result's shape are read in place; others are repeated into it first.
+    auto spread = [&](const Tensor& t) { return t.shape() == shape ? t.contiguous() : broadcast_to(t, shape); };
+    const Tensor M = spread(mask), A = spread(a.to(rt)), B = spread(b.to(rt));
     Tensor out = Tensor::empty(shape, rt);
-    const std::size_t es = dtype_size(rt);
     const std::uint8_t* pm = M.data<std::uint8_t>();
-    const auto* pa = static_cast<const std::byte*>(A.raw_data());
-    const auto* pb = static_cast<const std::byte*>(B.raw_data());
-    auto* po = static_cast<std::byte*>(out.raw_data());
     const std::int64_t n = out.numel();
-    for (std::int64_t i = 0; i < n; ++i)
-        std::memcpy(po + i * static_cast<std::int64_t>(es), (pm[i] ? pa : pb) + i * static_cast<std::int64_t>(es), es);
+    with_element_bytes(dtype_size(rt), [&](auto e) {
+        using E = decltype(e);
+        const E* pa = static_cast<const E*>(A.raw_data());
+        const E* pb = static_cast<const E*>(B.raw_data());
+        E* po = static_cast<E*>(out.raw_data());
+        for (std::int64_t i = 0; i < n; ++i) {  // as bits, without a branch: random masks vectorise
+            const E m = static_cast<E>(-static_cast<E>(pm[i] != 0));
+            po[i] = static_cast<E>((pa[i] & m) | (pb[i] & ~m));
+        }
+    });
     return out;
 }
 
@@ -314,14 +323,20 @@ Tensor masked_fill(const Tensor& t, const Tensor& mask, double value) {
     need_mask(mask, "masked_fill");
     if (broadcast_shapes(t.shape(), mask.shape(), "masked_fill") != t.shape())
         fail("mask", "masked_fill: mask ", shape_str(mask.shape()), " does not broadcast to the input's shape ", shape_str(t.shape()));
-    const Tensor M = broadcast_to(mask, t.shape()), v = Tensor::full({}, value, t.dtype());
+    const Tensor M = mask.shape() == t.shape() ? mask.contiguous() : broadcast_to(mask, t.shape());
+    const Tensor v = Tensor::full({}, value, t.dtype());
     Tensor out = t.clone();
-    const std::size_t es = dtype_size(t.dtype());
     const std::uint8_t* pm = M.data<std::uint8_t>();
-    auto* po = static_cast<std::byte*>(out.raw_data());
     const std::int64_t n = out.numel();
-    for (std::int64_t i = 0; i < n; ++i)
-        if (pm[i]) std::memcpy(po + i * static_cast<std::int64_t>(es), v.raw_data(), es);
+    with_element_bytes(dtype_size(t.dtype()), [&](auto e) {
+        using E = decltype(e);
+        const E fill = *static_cast<const E*>(v.raw_data());
+        E* po = static_cast<E*>(out.raw_data());
+        for (std::int64_t i = 0; i < n; ++i) {
+            const E m = static_cast<E>(-static_cast<E>(pm[i] != 0));
+            po[i] = static_cast<E>((fill & m) | (po[i] & ~m));
+        }
+    });
     return out;
 }
 

@@ -285,6 +285,43 @@ TEST_CASE("contiguous() of transposed views moves every element bit for bit at e
     }
 }
 
+TEST_CASE("where, masked_fill, comparisons and index_select equal reading element by element, every element size", "[tensor-index][views]") {
+    // Each op moves elements as integers of their width and runs the innermost axis as one
+    // loop (broadcast operands: strides 0 there); the truth is at() on the operands.
+    const Tensor base = arange(5 * 19, DType::f64).reshape({5, 19});
+    const Tensor other = mul(arange(19, DType::f64), 3.0).reshape({1, 19});
+    const Tensor mask = gt(Tensor::from({5, 19}, [] {
+                               std::vector<double> v;
+                               for (int k = 0; k < 95; ++k) v.push_back((k * 7919) % 13 < 6 ? 1.0 : 0.0);
+                               return v;
+                           }()),
+                           0.5);
+    const Tensor col_mask = gt(arange(5, DType::f64).reshape({5, 1}), 1.5);
+    const Tensor idx = Tensor::from({4}, {3, 0, 3, 1}, DType::i64);
+    for (DType dt : {DType::b8, DType::f16, DType::i32, DType::f32, DType::f64, DType::i64}) {
+        INFO(dtype_name(dt));
+        const Tensor a = dt == DType::b8 ? gt(base, 40.0) : base.to(dt);
+        const Tensor b = dt == DType::b8 ? gt(other, 20.0) : other.to(dt);
+        for (const Tensor& m : {mask, col_mask})
+            for (const Tensor& bb : {b, broadcast_to(b, {5, 19})}) {
+                const Tensor w = where(m, a, bb), f = masked_fill(a, m, 1.0), g = gt(a, bb);
+                for (std::int64_t i = 0; i < 5; ++i)
+                    for (std::int64_t j = 0; j < 19; ++j) {
+                        const bool on = m.at({m.shape()[0] == 1 ? 0 : i, m.shape()[1] == 1 ? 0 : j}) != 0;
+                        const double av = a.at({i, j}), bv = bb.at({bb.shape()[0] == 1 ? 0 : i, j});
+                        CHECK(w.at({i, j}) == (on ? av : bv));
+                        CHECK(f.at({i, j}) == (on ? 1.0 : av));
+                        CHECK(g.at({i, j}) == (av > bv ? 1.0 : 0.0));
+                    }
+            }
+        const Tensor r = index_select(a, 1, idx), c = index_select(a, 0, idx);
+        for (std::int64_t i = 0; i < 5; ++i)
+            for (std::int64_t k = 0; k < 4; ++k) CHECK(r.at({i, k}) == a.at({i, idx.data<std::int64_t>()[k]}));
+        for (std::int64_t k = 0; k < 4; ++k)
+            for (std::int64_t j = 0; j < 19; ++j) CHECK(c.at({k, j}) == a.at({idx.data<std::int64_t>()[k], j}));
+    }
+}
+
 TEST_CASE("matmul writes every element of its result, into reused storage too", "[tensor-index][matmul]") {
     // Freed storage of 64 KiB and more is reused, and matmul's result is not zeroed first
     // (the GEMM writes it with beta 0): fill a buffer of the result's size with NaN, free

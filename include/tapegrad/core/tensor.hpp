@@ -125,16 +125,29 @@ Shape contiguous_strides(const Shape& shape);
 
 // Calls f(k, ia, ib) for every element k of shape `out` in C order, with the matching
 // element offsets of two strided tensors (strides sa, sb in elements; 0 on a broadcast
-// axis): the one odometer over shapes of the library.
+// axis): the one odometer over shapes of the library. The innermost axis runs as one loop,
+// its unit and zero strides spelled out so that the compiler sees them (and vectorises a
+// plain f): the odometer steps once a row.
 template <class F>
 void for_each_broadcast(const Shape& out, const Shape& sa, const Shape& sb, F&& f) {
     const std::int64_t n = shape_numel(out);
     const int nd = static_cast<int>(out.size());
-    std::vector<std::int64_t> idx(static_cast<std::size_t>(nd), 0);
+    if (n == 0) return;
+    if (nd == 0) return void(f(std::int64_t{0}, std::int64_t{0}, std::int64_t{0}));
+    const std::size_t L = static_cast<std::size_t>(nd - 1);
+    const std::int64_t len = out[L], la = sa[L], lb = sb[L];
+    std::vector<std::int64_t> idx(L, 0);
     std::int64_t ia = 0, ib = 0;
-    for (std::int64_t k = 0; k < n; ++k) {
-        f(k, ia, ib);
-        for (int a = nd - 1; a >= 0; --a) {
+    for (std::int64_t k = 0; k < n; k += len) {
+        if (la == 1 && lb == 1)
+            for (std::int64_t j = 0; j < len; ++j) f(k + j, ia + j, ib + j);
+        else if (la == 1 && lb == 0)
+            for (std::int64_t j = 0; j < len; ++j) f(k + j, ia + j, ib);
+        else if (la == 0 && lb == 1)
+            for (std::int64_t j = 0; j < len; ++j) f(k + j, ia, ib + j);
+        else
+            for (std::int64_t j = 0; j < len; ++j) f(k + j, ia + j * la, ib + j * lb);
+        for (std::size_t a = L; a-- > 0;) {
             ia += sa[a];
             ib += sb[a];
             if (++idx[a] < out[a]) break;
@@ -142,6 +155,18 @@ void for_each_broadcast(const Shape& out, const Shape& sa, const Shape& sb, F&& 
             ib -= sb[a] * out[a];
             idx[a] = 0;
         }
+    }
+}
+
+// f(E{}) with E the unsigned integer as wide as an element (bytes 1, 2, 4 or 8): copies,
+// selects and gathers move elements as such integers, bit for bit, never byte by byte.
+template <class F>
+decltype(auto) with_element_bytes(std::size_t bytes, F&& f) {
+    switch (bytes) {
+        case 1: return f(std::uint8_t{});
+        case 2: return f(std::uint16_t{});
+        case 4: return f(std::uint32_t{});
+        default: return f(std::uint64_t{});
     }
 }
 
