@@ -233,8 +233,12 @@ Tensor sum_to(const Tensor& x, const Shape& shape) {
 namespace {
 
 // x viewed as [outer, n, inner] around `axis`; each (outer, inner) line is normalised in
-// f64 after subtracting its maximum.
+// f64 after subtracting its maximum, its sum taken in line order, each e^z computed once and
+// kept for the quotient. Lines along the last axis run one at a time; others in blocks of up
+// to kBlock inner positions side by side, position innermost (contiguous reads, where a line
+// at a time strode through memory: softmax over the first axis of 2048 × 2048, 207 -> 55 ms).
 Tensor softmax_impl(const Tensor& x, int axis, bool log, const char* op) {
+    constexpr std::int64_t kBlock = 256;
     need_float(x, op);
     const int nd = x.ndim();
     const int ax = normalize_axes({axis}, nd, op)[0];
@@ -245,22 +249,55 @@ Tensor softmax_impl(const Tensor& x, int axis, bool log, const char* op) {
     const DType ct = compute_dtype(x.dtype());
     const Tensor X = x.to(ct).contiguous();
     Tensor out = Tensor::empty(x.shape(), ct);
+    const std::int64_t bw = std::min(inner, kBlock);
+    std::vector<double> m(static_cast<std::size_t>(bw)), s(static_cast<std::size_t>(bw)), e(log ? 0 : static_cast<std::size_t>(n * bw));
     with_compute_type(ct, [&](auto tag) {
         using T = decltype(tag);
         const T* px = X.data<T>();
         T* po = out.data<T>();
-        for (std::int64_t o = 0; o < outer; ++o)
-            for (std::int64_t i = 0; i < inner; ++i) {
-                const T* in = px + o * n * inner + i;
-                T* res = po + o * n * inner + i;
-                double m = -INFINITY;
-                for (std::int64_t j = 0; j < n; ++j) m = std::max(m, static_cast<double>(in[j * inner]));
-                double s = 0;
-                for (std::int64_t j = 0; j < n; ++j) s += std::exp(static_cast<double>(in[j * inner]) - m);
-                const double ls = std::log(s);
+        if (inner == 1) {  // contiguous lines: one at a time
+            for (std::int64_t o = 0; o < outer; ++o) {
+                const T* in = px + o * n;
+                T* res = po + o * n;
+                double mx = -INFINITY, sum = 0;
+                for (std::int64_t j = 0; j < n; ++j) mx = std::max(mx, static_cast<double>(in[j]));
                 for (std::int64_t j = 0; j < n; ++j) {
-                    const double z = static_cast<double>(in[j * inner]) - m;
-                    res[j * inner] = static_cast<T>(log ? z - ls : std::exp(z) / s);
+                    const double ez = std::exp(static_cast<double>(in[j]) - mx);
+                    if (!log) e[j] = ez;
+                    sum += ez;
+                }
+                if (log) {
+                    const double ls = std::log(sum);
+                    for (std::int64_t j = 0; j < n; ++j) res[j] = static_cast<T>(static_cast<double>(in[j]) - mx - ls);
+                } else {
+                    for (std::int64_t j = 0; j < n; ++j) res[j] = static_cast<T>(e[j] / sum);
+                }
+            }
+            return;
+        }
+        for (std::int64_t o = 0; o < outer; ++o)
+            for (std::int64_t i0 = 0; i0 < inner; i0 += bw) {
+                const std::int64_t w = std::min(bw, inner - i0);
+                const T* in = px + o * n * inner + i0;
+                T* res = po + o * n * inner + i0;
+                std::fill_n(m.begin(), w, -INFINITY);
+                std::fill_n(s.begin(), w, 0.0);
+                for (std::int64_t j = 0; j < n; ++j)
+                    for (std::int64_t i = 0; i < w; ++i) m[i] = std::max(m[i], static_cast<double>(in[j * inner + i]));
+                for (std::int64_t j = 0; j < n; ++j)
+                    for (std::int64_t i = 0; i < w; ++i) {
+                        const double ez = std::exp(static_cast<double>(in[j * inner + i]) - m[i]);
+                        if (!log) e[j * w + i] = ez;
+                        s[i] += ez;
+                    }
+                if (log) {
+                    for (std::int64_t i = 0; i < w; ++i) s[i] = std::log(s[i]);
+                    for (std::int64_t j = 0; j < n; ++j)
+                        for (std::int64_t i = 0; i < w; ++i)
+                            res[j * inner + i] = static_cast<T>(static_cast<double>(in[j * inner + i]) - m[i] - s[i]);
+                } else {
+                    for (std::int64_t j = 0; j < n; ++j)
+                        for (std::int64_t i = 0; i < w; ++i) res[j * inner + i] = static_cast<T>(e[j * w + i] / s[i]);
                 }
             }
     });

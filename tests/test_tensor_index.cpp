@@ -322,6 +322,36 @@ TEST_CASE("where, masked_fill, comparisons and index_select equal reading elemen
     }
 }
 
+TEST_CASE("softmax and log_softmax along every axis equal the line-by-line formula in f64", "[tensor-index][softmax]") {
+    // Lines along the last axis one at a time; along others, blocks of 256 positions side by
+    // side (here 300 = 256 + 44 inner positions, and 1 × 300 lines): each element against
+    // e^(x − max) / Σ e^(x − max) of its line, summed in line order, in f64 as the op computes.
+    const Tensor x = mul(randn({4, 7, 300}, DType::f64), 6.0);
+    for (int axis : {0, 1, 2})
+        for (bool log : {false, true}) {
+            INFO("axis " << axis << (log ? " log_softmax" : " softmax"));
+            const Tensor y = log ? log_softmax(x, axis) : softmax(x, axis);
+            const std::int64_t n = x.shape()[static_cast<std::size_t>(axis)];
+            std::int64_t wrong = 0;
+            for (std::int64_t k = 0; k < x.numel(); ++k) {
+                Shape at = unravel_index(k, x.shape());
+                double m = -INFINITY, sum = 0;
+                Shape line = at;
+                for (std::int64_t j = 0; j < n; ++j) {
+                    line[static_cast<std::size_t>(axis)] = j;
+                    m = std::max(m, x.at(line));
+                }
+                for (std::int64_t j = 0; j < n; ++j) {
+                    line[static_cast<std::size_t>(axis)] = j;
+                    sum += std::exp(x.at(line) - m);
+                }
+                const double want = log ? x.at(at) - m - std::log(sum) : std::exp(x.at(at) - m) / sum;
+                wrong += y.at(at) != want;
+            }
+            CHECK(wrong == 0);
+        }
+}
+
 TEST_CASE("matmul writes every element of its result, into reused storage too", "[tensor-index][matmul]") {
     // Freed storage of 64 KiB and more is reused, and matmul's result is not zeroed first
     // (the GEMM writes it with beta 0): fill a buffer of the result's size with NaN, free
