@@ -1,8 +1,6 @@
 #include "tapegrad/core/transpose.hpp"
 
 #include <algorithm>
-#include <cstring>
-#include <type_traits>
 
 #include "tapegrad/core/simd.hpp"
 #include "tapegrad/core/transpose_kernels.hpp"

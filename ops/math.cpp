@@ -293,15 +293,19 @@ Tensor logical_not(const Tensor& t) {
     return eq(t, 0.0);
 }
 
+namespace {
+// t as a contiguous tensor of `shape`: read in place when it has that shape already, else
+// repeated into it (broadcast_to).
+Tensor expanded(const Tensor& t, const Shape& shape) { return t.shape() == shape ? t.contiguous() : broadcast_to(t, shape); }
+}  // namespace
+
 Tensor where(const Tensor& mask, const Tensor& a, const Tensor& b) {
     need_mask(mask, "where");
     need(a, "where", "a");
     need(b, "where", "b");
     const Shape shape = broadcast_shapes(broadcast_shapes(mask.shape(), a.shape(), "where"), b.shape(), "where");
     const DType rt = result_dtype(a.dtype(), b.dtype());
-    // Operands of the result's shape are read in place; others are repeated into it first.
-    auto spread = [&](const Tensor& t) { return t.shape() == shape ? t.contiguous() : broadcast_to(t, shape); };
-    const Tensor M = spread(mask), A = spread(a.to(rt)), B = spread(b.to(rt));
+    const Tensor M = expanded(mask, shape), A = expanded(a.to(rt), shape), B = expanded(b.to(rt), shape);
     Tensor out = Tensor::empty(shape, rt);
     const std::uint8_t* pm = M.data<std::uint8_t>();
     const std::int64_t n = out.numel();
@@ -323,7 +327,7 @@ Tensor masked_fill(const Tensor& t, const Tensor& mask, double value) {
     need_mask(mask, "masked_fill");
     if (broadcast_shapes(t.shape(), mask.shape(), "masked_fill") != t.shape())
         fail("mask", "masked_fill: mask ", shape_str(mask.shape()), " does not broadcast to the input's shape ", shape_str(t.shape()));
-    const Tensor M = mask.shape() == t.shape() ? mask.contiguous() : broadcast_to(mask, t.shape());
+    const Tensor M = expanded(mask, t.shape());
     const Tensor v = Tensor::full({}, value, t.dtype());
     Tensor out = t.clone();
     const std::uint8_t* pm = M.data<std::uint8_t>();

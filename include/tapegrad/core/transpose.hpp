@@ -1,6 +1,6 @@
 // The transposing copy of a matrix: dst[c·ldd + r] = src[r·lds + c] for r < rows, c < cols,
 // each element copied bit for bit (Tensor::contiguous of a transposed view; the conv kernels
-// reach it through vec::transpose). Elements of 4 and 8 bytes go through W × W blocks
+// run the same blocks through vec::transpose). Elements of 4 and 8 bytes go through W × W blocks
 // transposed in registers (tapegrad/core/transpose_kernel.hpp, compiled in
 // core/transpose.avx2.cpp and core/transpose.avx512.cpp, picked by simd::active()); those of
 // 1 and 2 bytes, and every element at Isa::scalar, through 8 × 8 tiles element by element.
