@@ -1,6 +1,6 @@
 #include "tapegrad/ops/index.hpp"
 
-#include <cstring>
+#include <algorithm>
 
 #include "tapegrad/ops/shape_ops.hpp"
 
